@@ -1,0 +1,116 @@
+//! The annotated fn as `#[tool]` sees it: its docs and its parameters, each classified as a
+//! model argument, the `ToolContext`, or a `State<T>`.
+
+use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Type};
+
+use crate::ctxt::Ctxt;
+use crate::docs::{self, Doc};
+
+/// What a parameter receives.
+pub(crate) enum ParamKind {
+    /// A model argument: a field of the generated params struct.
+    Argument,
+    /// The call's `ToolContext`, injected.
+    Context,
+    /// Shared state `State<T>`, injected; holds `T`.
+    State(Type),
+}
+
+pub(crate) struct Param {
+    /// The binding (raw identifiers kept: `r#type`).
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    pub(crate) kind: ParamKind,
+    /// `#[doc]`, `#[serde]` and `#[schemars]` attributes, moved onto the generated field.
+    pub(crate) field_attrs: Vec<Attribute>,
+    pub(crate) has_docs: bool,
+}
+
+pub(crate) struct ToolFn {
+    pub(crate) item: ItemFn,
+    pub(crate) docs: Doc,
+    pub(crate) params: Vec<Param>,
+}
+
+impl ToolFn {
+    /// Takes the fn apart. Helper attributes are removed from `item`'s parameters here, on every
+    /// path, because rustc rejects them on parameters once the macro has run.
+    pub(crate) fn from_syn(cx: &Ctxt, mut item: ItemFn) -> ToolFn {
+        let docs = docs::extract(&item.attrs);
+        let mut params = Vec::new();
+        for input in item.sig.inputs.iter_mut() {
+            let FnArg::Typed(pat_type) = input else { continue };
+            let (field_attrs, kept) = split_attrs(cx, std::mem::take(&mut pat_type.attrs));
+            pat_type.attrs = kept;
+            let kind = classify(&pat_type.ty);
+            if !matches!(kind, ParamKind::Argument) {
+                if let Some(attr) = field_attrs.iter().find(|a| !docs::is_doc(a)) {
+                    cx.error_spanned_by(attr, "injected parameters (`ToolContext`, `State<T>`) are not part of the schema and take no `#[serde]` or `#[schemars]` attributes");
+                }
+            }
+            let Pat::Ident(pat_ident) = &*pat_type.pat else {
+                cx.error_spanned_by(&pat_type.pat, "`#[tool]` parameters must be plain names, e.g. `city: String`; destructure inside the body instead");
+                continue;
+            };
+            if let Some((_, sub)) = &pat_ident.subpat {
+                cx.error_spanned_by(sub, "`#[tool]` parameters must be plain names, e.g. `city: String`");
+                continue;
+            }
+            if pat_ident.by_ref.is_some() {
+                cx.error_spanned_by(pat_ident.by_ref, "`#[tool]` parameters must be plain names, e.g. `city: String`");
+                continue;
+            }
+            let has_docs = field_attrs.iter().any(docs::is_doc);
+            params.push(Param {
+                ident: pat_ident.ident.clone(),
+                ty: (*pat_type.ty).clone(),
+                kind,
+                field_attrs,
+                has_docs,
+            });
+        }
+        ToolFn { item, docs, params }
+    }
+}
+
+/// Splits a parameter's attributes into those that move to the generated field and those that
+/// stay on the fn (lint attributes). Any other attribute is an error, and is dropped.
+fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribute>) {
+    let mut moved = Vec::new();
+    let mut kept = Vec::new();
+    for attr in attrs {
+        let path = attr.path();
+        if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
+            moved.push(attr);
+        } else if ["allow", "warn", "deny", "expect", "forbid"].iter().any(|lint| path.is_ident(lint)) {
+            kept.push(attr);
+        } else {
+            cx.error_spanned_by(
+                path,
+                "unsupported attribute on a `#[tool]` parameter; expected `///` docs, `#[serde(..)]` or `#[schemars(..)]`",
+            );
+        }
+    }
+    (moved, kept)
+}
+
+/// Injected parameters are recognized by type name: `ToolContext` and `State<T>`, with or
+/// without a path (`pi_tool::ToolContext`).
+fn classify(ty: &Type) -> ParamKind {
+    let Type::Path(type_path) = ty else { return ParamKind::Argument };
+    if type_path.qself.is_some() {
+        return ParamKind::Argument;
+    }
+    let Some(last) = type_path.path.segments.last() else { return ParamKind::Argument };
+    if last.ident == "ToolContext" && last.arguments.is_empty() {
+        return ParamKind::Context;
+    }
+    if last.ident == "State" {
+        if let PathArguments::AngleBracketed(args) = &last.arguments {
+            if let [GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice() {
+                return ParamKind::State(inner.clone());
+            }
+        }
+    }
+    ParamKind::Argument
+}

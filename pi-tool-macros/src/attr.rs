@@ -1,0 +1,188 @@
+//! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
+//! `prepare_arguments`.
+
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, ExprPath, Lit, LitStr, Meta, Path, Token};
+
+use crate::ctxt::Ctxt;
+
+/// Every key `#[tool]` accepts, in the order the error message lists them.
+pub(crate) const KEYS: &[&str] = &["name", "label", "description", "sequential", "parallel", "prepare_arguments"];
+
+/// `sequential` or `parallel`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Sequential,
+    Parallel,
+}
+
+/// The parsed arguments; every value keeps its tokens so later checks can point at them.
+#[derive(Default)]
+pub(crate) struct ToolArgs {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) label: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) prepare_arguments: Option<Path>,
+}
+
+impl ToolArgs {
+    /// Parses the attribute's tokens, recording every problem in `cx`.
+    pub(crate) fn from_tokens(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
+        let mut args = ToolArgs::default();
+        let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
+            Ok(metas) => metas,
+            Err(err) => {
+                cx.syn_error(err);
+                return args;
+            }
+        };
+        for meta in metas {
+            args.apply(cx, meta);
+        }
+        args
+    }
+
+    fn apply(&mut self, cx: &Ctxt, meta: Meta) {
+        let path = meta.path().clone();
+        let Some(ident) = path.get_ident() else {
+            cx.error_spanned_by(&path, unknown_key_message(&quote::quote!(#path).to_string()));
+            return;
+        };
+        let key = ident.to_string();
+        match key.as_str() {
+            "name" => set_once(cx, &mut self.name, &path, string_value(cx, &key, &meta)),
+            "label" => set_once(cx, &mut self.label, &path, string_value(cx, &key, &meta)),
+            "description" => set_once(cx, &mut self.description, &path, string_value(cx, &key, &meta)),
+            "prepare_arguments" => {
+                let value = path_value(cx, &meta);
+                set_once(cx, &mut self.prepare_arguments, &path, value);
+            }
+            "sequential" | "parallel" => {
+                if !matches!(meta, Meta::Path(_)) {
+                    cx.error_spanned_by(&meta, format!("`{key}` is a flag and takes no value: write `#[tool({key})]`"));
+                    return;
+                }
+                let mode = if key == "sequential" { Mode::Sequential } else { Mode::Parallel };
+                match self.mode {
+                    None => self.mode = Some(mode),
+                    Some(previous) if previous == mode => {
+                        cx.error_spanned_by(&path, format!("duplicate `#[tool]` argument `{key}`"));
+                    }
+                    Some(_) => cx.error_spanned_by(
+                        &path,
+                        "`sequential` and `parallel` cannot both be set: a tool runs one way or the other",
+                    ),
+                }
+            }
+            other => cx.error_spanned_by(&path, unknown_key_message(other)),
+        }
+    }
+}
+
+fn unknown_key_message(key: &str) -> String {
+    let list = KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+    let hint = KEYS
+        .iter()
+        .filter(|k| edit_distance(k, key) <= 2)
+        .min_by_key(|k| edit_distance(k, key))
+        .map(|k| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default();
+    format!("unknown `#[tool]` argument `{key}`{hint}; expected one of {list}")
+}
+
+fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, key: &Path, value: Option<T>) {
+    let Some(value) = value else { return };
+    if slot.is_some() {
+        let name = key.get_ident().map(ToString::to_string).unwrap_or_default();
+        cx.error_spanned_by(key, format!("duplicate `#[tool]` argument `{name}`"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+fn string_value(cx: &Ctxt, key: &str, meta: &Meta) -> Option<LitStr> {
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.clone()),
+            other => {
+                cx.error_spanned_by(other, format!("`{key}` expects a string literal: `{key} = \"...\"`"));
+                None
+            }
+        },
+        _ => {
+            cx.error_spanned_by(meta, format!("`{key}` expects a string literal: `{key} = \"...\"`"));
+            None
+        }
+    }
+}
+
+fn path_value(cx: &Ctxt, meta: &Meta) -> Option<Path> {
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Path(ExprPath { path, qself: None, .. }) => Some(path.clone()),
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => match s.parse::<Path>() {
+                Ok(path) => Some(path),
+                Err(_) => {
+                    cx.error_spanned_by(s, "`prepare_arguments` expects the path of a fn, e.g. `prepare_arguments = upgrade_args`");
+                    None
+                }
+            },
+            other => {
+                cx.error_spanned_by(other, "`prepare_arguments` expects the path of a fn, e.g. `prepare_arguments = upgrade_args`");
+                None
+            }
+        },
+        _ => {
+            cx.error_spanned_by(meta, "`prepare_arguments` expects the path of a fn, e.g. `prepare_arguments = upgrade_args`");
+            None
+        }
+    }
+}
+
+/// Levenshtein distance, for "did you mean" on misspelled keys.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn errors(tokens: TokenStream) -> Vec<String> {
+        let cx = Ctxt::new();
+        let _ = ToolArgs::from_tokens(&cx, tokens);
+        match cx.check() {
+            Ok(()) => Vec::new(),
+            Err(err) => err.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn accepts_every_key() {
+        assert!(errors(quote!(name = "a", label = "A", description = "d", sequential, prepare_arguments = f)).is_empty());
+    }
+
+    #[test]
+    fn reports_all_problems_at_once() {
+        let found = errors(quote!(lable = "x", label = 5, sequential, parallel, name = "a", name = "b"));
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert!(found[0].starts_with("unknown `#[tool]` argument `lable` (did you mean `label`?)"));
+        assert_eq!(found[1], "`label` expects a string literal: `label = \"...\"`");
+        assert!(found[2].starts_with("`sequential` and `parallel` cannot both be set"));
+        assert_eq!(found[3], "duplicate `#[tool]` argument `name`");
+    }
+}

@@ -1,0 +1,236 @@
+//! `#[tool]`: parse -> validate -> expand. On error the fn is still emitted (helper attributes
+//! stripped) with a stand-in tool type, so one mistake does not cascade and IDEs keep working.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{ItemFn, Visibility};
+
+use crate::ast::{ParamKind, ToolFn};
+use crate::attr::{Mode, ToolArgs};
+use crate::ctxt::Ctxt;
+
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    let item: ItemFn = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let message = syn::Error::new(Span::call_site(), "`#[tool]` can only be used on an `async fn`");
+            let error = message.to_compile_error();
+            return quote!(#error #input);
+        }
+    };
+    let cx = Ctxt::new();
+    let args = ToolArgs::from_tokens(&cx, args);
+    let tool_fn = ToolFn::from_syn(&cx, item);
+    let (name, name_span) = match &args.name {
+        Some(lit) => (lit.value(), lit.span()),
+        None => (tool_fn.item.sig.ident.unraw().to_string(), tool_fn.item.sig.ident.span()),
+    };
+    tool_fn.validate(&cx, &args, &name, name_span);
+    match cx.check() {
+        Ok(()) => expand(&tool_fn, &args, &name),
+        Err(err) => fallback(&tool_fn, err),
+    }
+}
+
+/// `get_weather` -> `GetWeather`.
+fn pascal_case(ident: &syn::Ident) -> String {
+    ident
+        .unraw()
+        .to_string()
+        .split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map(|first| first.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default()
+        })
+        .collect()
+}
+
+fn type_idents(item: &ItemFn) -> (syn::Ident, syn::Ident) {
+    let base = pascal_case(&item.sig.ident);
+    let span = item.sig.ident.span();
+    (format_ident!("{}Params", base, span = span), format_ident!("{}Tool", base, span = span))
+}
+
+fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
+    let item = &tool_fn.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let fn_name = fn_ident.unraw().to_string();
+    let (params_ident, tool_ident) = type_idents(item);
+    let description = match &args.description {
+        Some(lit) => quote!(#lit),
+        None => tool_fn.docs.to_tokens(),
+    };
+    let label = args.label.as_ref().map_or_else(|| name.to_owned(), syn::LitStr::value);
+
+    let fields = tool_fn.params.iter().filter(|p| matches!(p.kind, ParamKind::Argument)).map(|param| {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        let attrs = &param.field_attrs;
+        let allow_undocumented = (!param.has_docs).then(|| quote!(#[allow(missing_docs)]));
+        quote_spanned! {ty.span()=>
+            #(#attrs)*
+            #allow_undocumented
+            pub #ident: #ty
+        }
+    });
+
+    let mut bindings = Vec::new();
+    let mut call_args = Vec::new();
+    for (index, param) in tool_fn.params.iter().enumerate() {
+        let ident = &param.ident;
+        match &param.kind {
+            ParamKind::Argument => call_args.push(quote!(__params.#ident)),
+            ParamKind::Context => call_args.push(quote!(__ctx.clone())),
+            ParamKind::State(inner) => {
+                let binding = format_ident!("__state{}", index);
+                bindings.push(quote_spanned! {inner.span()=>
+                    let #binding = match ::pi_tool::State::<#inner>::from_context(&__ctx) {
+                        ::core::result::Result::Ok(state) => state,
+                        ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+                    };
+                });
+                call_args.push(quote!(#binding));
+            }
+        }
+    }
+
+    let mode = args.mode.map(|mode| {
+        let variant = match mode {
+            Mode::Sequential => quote!(Sequential),
+            Mode::Parallel => quote!(Parallel),
+        };
+        quote! {
+            fn execution_mode(&self) -> ::core::option::Option<::pi_tool::ExecutionMode> {
+                ::core::option::Option::Some(::pi_tool::ExecutionMode::#variant)
+            }
+        }
+    });
+    let prepare = args.prepare_arguments.as_ref().map(|path| {
+        let call = quote_spanned! {path.span()=> ::pi_tool::__private::PrepareArguments::prepare(&#path, __args) };
+        quote! {
+            fn prepare_arguments(
+                &self,
+                __args: ::pi_tool::__private::serde_json::Value,
+            ) -> ::core::result::Result<::pi_tool::__private::serde_json::Value, ::pi_tool::ToolError> {
+                #call
+            }
+        }
+    });
+    let output_span = match &item.sig.output {
+        syn::ReturnType::Default => fn_ident.span(),
+        syn::ReturnType::Type(_, ty) => ty.span(),
+    };
+    let into_result = quote_spanned! {output_span=>
+        ::pi_tool::IntoToolResult::into_tool_result(#fn_ident(#(#call_args),*).await)
+    };
+    let boxed = quote_spanned! {fn_ident.span()=>
+        ::pi_tool::__private::send_future(async move {
+            let __params: #params_ident = match ::pi_tool::__private::parse_params(#name, __args) {
+                ::core::result::Result::Ok(params) => params,
+                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+            };
+            #(#bindings)*
+            #into_result
+        })
+    };
+    let params_doc = format!(" Arguments of the `{name}` tool, generated by `#[tool]` from `{fn_name}`'s parameters.");
+    let tool_doc = format!(
+        " The `{name}` tool, generated by `#[tool]` from `{fn_name}`: found by `ToolRegistry::discover`, or register it by hand."
+    );
+
+    quote! {
+        #item
+
+        #[doc = #params_doc]
+        #[derive(::pi_tool::__private::serde::Deserialize, ::pi_tool::__private::schemars::JsonSchema)]
+        #[serde(crate = "::pi_tool::__private::serde")]
+        #[schemars(crate = "::pi_tool::__private::schemars")]
+        #vis struct #params_ident {
+            #(#fields,)*
+        }
+
+        #[doc = #tool_doc]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #tool_ident;
+
+        const _: () = {
+            static __PI_TOOL: ::pi_tool::__private::ToolStatics = ::pi_tool::__private::ToolStatics::new();
+
+            #[automatically_derived]
+            #[allow(unused_qualifications)]
+            impl ::pi_tool::AgentTool for #tool_ident {
+                fn spec(&self) -> &::pi_tool::ToolSpec {
+                    __PI_TOOL.spec::<#params_ident>(#name, #description)
+                }
+
+                fn label(&self) -> &str {
+                    #label
+                }
+
+                #mode
+                #prepare
+
+                fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {
+                    ::core::option::Option::Some(__PI_TOOL.validator(self.spec()))
+                }
+
+                fn execute(
+                    &self,
+                    __args: ::pi_tool::__private::serde_json::Value,
+                    __ctx: ::pi_tool::ToolContext,
+                ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
+                    ::pi_tool::__private::Box::into_pin(#boxed)
+                }
+            }
+
+            ::pi_tool::__private::inventory::submit! {
+                ::pi_tool::ToolRegistration {
+                    name: #name,
+                    location: ::core::concat!(::core::module_path!(), "::", #fn_name),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                    make: || ::pi_tool::__private::Arc::new(#tool_ident),
+                }
+            }
+        };
+    }
+}
+
+/// The fn (with its parameter attributes already stripped) plus a stand-in tool type, so code
+/// naming `XxxTool` does not pile secondary errors on top of the real one.
+fn fallback(tool_fn: &ToolFn, err: syn::Error) -> TokenStream {
+    let item = &tool_fn.item;
+    let error = err.to_compile_error();
+    let (_, tool_ident) = type_idents(item);
+    let vis: &Visibility = &item.vis;
+    let doc = " Stand-in emitted because `#[tool]` reported an error.";
+    quote! {
+        #error
+        #item
+
+        #[doc = #doc]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #tool_ident;
+
+        #[automatically_derived]
+        impl ::pi_tool::AgentTool for #tool_ident {
+            fn spec(&self) -> &::pi_tool::ToolSpec {
+                ::core::unreachable!("`#[tool]` reported an error")
+            }
+            fn label(&self) -> &str {
+                ::core::unreachable!("`#[tool]` reported an error")
+            }
+            fn execute(
+                &self,
+                _: ::pi_tool::__private::serde_json::Value,
+                _: ::pi_tool::ToolContext,
+            ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
+                ::core::unreachable!("`#[tool]` reported an error")
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Implementation detail of `pi-tool`: use `pi_tool::tool`, not this crate.
+#![forbid(unsafe_code)]
+
+mod ast;
+mod attr;
+mod ctxt;
+mod docs;
+mod expand;
+mod valid;
+
+use proc_macro::TokenStream;
+
+/// Turns an `async fn` into a tool an LLM agent can call.
+///
+/// ```
+/// use pi_tool::{tool, ToolContext, ToolRegistry};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// #[serde(rename_all = "lowercase")]
+/// enum Unit { Celsius, Fahrenheit }
+///
+/// /// Get the current weather for a city.
+/// #[tool(label = "Weather")]
+/// async fn get_weather(
+///     /// City name, e.g. "Paris"
+///     city: String,
+///     /// Temperature unit (default: celsius)
+///     unit: Option<Unit>,
+///     ctx: ToolContext,
+/// ) -> Result<String, std::io::Error> {
+///     let _ = (unit, ctx.tool_call_id());
+///     Ok(format!("Sunny in {city}"))
+/// }
+///
+/// let tools = ToolRegistry::new().with(GetWeatherTool);
+/// let spec = tools.get("get_weather").unwrap().spec().clone();
+/// assert_eq!(spec.description, "Get the current weather for a city.");
+/// assert_eq!(spec.parameters["required"], serde_json::json!(["city"]));
+/// ```
+///
+/// # Arguments of the attribute
+///
+/// | key | meaning | default |
+/// |---|---|---|
+/// | `name = "..."` | the name the model calls; `^[a-zA-Z0-9_-]{1,64}$`, checked at compile time | the fn's name |
+/// | `label = "..."` | a display name for a UI | the name |
+/// | `description = "..."` | what the model reads to decide when to call the tool | the fn's doc comment (one of the two is required) |
+/// | `sequential` | any batch calling this tool runs one call at a time | the loop's setting |
+/// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
+/// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |
+///
+/// # What it generates
+///
+/// For `async fn get_weather`: the fn itself, unchanged and callable; `GetWeatherParams`, a
+/// struct with one pub field per model argument, deriving `Deserialize` and `JsonSchema`; and
+/// `GetWeatherTool`, a unit struct implementing `AgentTool`, submitted to the registry that
+/// `ToolRegistry::discover` reads. Both structs take the fn's visibility.
+///
+/// # Parameters
+///
+/// - `///` docs on a parameter become its `description` in the schema; `#[serde(..)]` and
+///   `#[schemars(..)]` move onto the generated field (`#[schemars(range(min = 1, max = 7))]`,
+///   `#[serde(default)]`, `#[serde(rename = "ignoreCase")]`).
+/// - `Option<T>` parameters are not required.
+/// - A `ToolContext` parameter receives the call's context; a `State<T>` parameter receives
+///   shared state. Neither appears in the schema.
+///
+/// # Return types
+///
+/// `String`, `&'static str`, `Content`, `Vec<Content>`, `ToolResult<D: Serialize>`,
+/// `Json<T: Serialize>`, or `Result<` one of these `, E: Display>`; an `Err` becomes an error
+/// result whose text is the error's `Display`.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tool(args.into(), input.into()).into()
+}

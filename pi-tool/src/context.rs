@@ -1,0 +1,244 @@
+//! What a running tool gets besides its arguments: its call id, the abort signal, a channel for
+//! partial results, and shared state.
+
+use std::any::{Any, TypeId, type_name};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ToolError, ToolResult};
+
+/// Receives the partial results a tool streams with [`ToolContext::update`].
+pub type UpdateSink = Arc<dyn Fn(ToolResult) + Send + Sync>;
+
+/// The per-call context handed to a tool: call id, abort signal, update channel, shared state.
+///
+/// A `#[tool]` fn receives it by declaring a parameter of type `ToolContext`. Cloning is cheap
+/// (reference-counted), so a tool may move clones into tasks it spawns.
+#[derive(Clone)]
+pub struct ToolContext {
+    tool_call_id: Arc<str>,
+    signal: CancellationToken,
+    updates: Option<UpdateSink>,
+    state: StateMap,
+    accepting_updates: Arc<AtomicBool>,
+}
+
+impl ToolContext {
+    /// A context for the call `tool_call_id`, with a fresh signal, no update sink and no state.
+    pub fn new(tool_call_id: impl Into<Arc<str>>) -> Self {
+        ToolContext {
+            tool_call_id: tool_call_id.into(),
+            signal: CancellationToken::new(),
+            updates: None,
+            state: StateMap::default(),
+            accepting_updates: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Uses `signal` as this call's abort signal.
+    #[must_use]
+    pub fn with_signal(mut self, signal: CancellationToken) -> Self {
+        self.signal = signal;
+        self
+    }
+
+    /// Sends partial results to `sink`.
+    #[must_use]
+    pub fn with_updates(mut self, sink: UpdateSink) -> Self {
+        self.updates = Some(sink);
+        self
+    }
+
+    /// Makes `state` available to [`State<T>`] parameters.
+    #[must_use]
+    pub fn with_state(mut self, state: StateMap) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// The id of the call being executed.
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
+    /// [`CancellationToken::cancelled`] and return early.
+    pub fn signal(&self) -> &CancellationToken {
+        &self.signal
+    }
+
+    /// Whether the run has been aborted.
+    pub fn is_aborted(&self) -> bool {
+        self.signal.is_cancelled()
+    }
+
+    /// Streams a partial result to the host (a progress line, the output so far).
+    ///
+    /// Ignored once the tool has finished, so a stray late update never reaches the host after
+    /// the final result.
+    pub fn update<D: Serialize>(&self, partial: ToolResult<D>) {
+        let Some(sink) = &self.updates else { return };
+        if !self.accepting_updates.load(Ordering::Acquire) {
+            return;
+        }
+        match partial.into_value() {
+            Ok(partial) => sink(partial),
+            Err(err) => sink(ToolResult::text(err.to_string())),
+        }
+    }
+
+    /// Stops accepting updates; later [`update`](Self::update) calls are ignored. The runner calls
+    /// this when the tool's future completes.
+    pub fn close_updates(&self) {
+        self.accepting_updates.store(false, Ordering::Release);
+    }
+
+    /// The shared state of this call.
+    pub fn state(&self) -> &StateMap {
+        &self.state
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("tool_call_id", &self.tool_call_id)
+            .field("aborted", &self.is_aborted())
+            .field("has_update_sink", &self.updates.is_some())
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+/// Typed shared state, one value per type, handed to every call (databases, clients, config).
+///
+/// Cloning is cheap: the map is shared and copied only when a clone is modified.
+#[derive(Clone, Default)]
+pub struct StateMap {
+    values: Arc<HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>>,
+}
+
+impl StateMap {
+    /// An empty map.
+    pub fn new() -> Self {
+        StateMap::default()
+    }
+
+    /// Stores `value`, replacing any earlier value of the same type.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Stores an already shared value, replacing any earlier value of the same type.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), (type_name::<T>(), value));
+    }
+
+    /// The value of type `T`, if one was stored.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let (_, value) = self.values.get(&TypeId::of::<T>())?;
+        Arc::clone(value).downcast::<T>().ok()
+    }
+
+    /// How many values are stored.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether no value is stored.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Adds every value of `other`, replacing values of the same type.
+    pub fn extend(&mut self, other: &StateMap) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            self.values = Arc::clone(&other.values);
+            return;
+        }
+        let values = Arc::make_mut(&mut self.values);
+        for (id, value) in other.values.iter() {
+            values.insert(*id, value.clone());
+        }
+    }
+}
+
+impl fmt::Debug for StateMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.values.values().map(|(name, _)| name)).finish()
+    }
+}
+
+/// A `#[tool]` parameter that receives shared state of type `T` instead of a model argument.
+///
+/// The value comes from [`ToolRegistry::with_state`](crate::ToolRegistry::with_state) (or the
+/// agent's state); it never appears in the schema. A call whose state is missing fails with an
+/// error result naming the type.
+///
+/// ```
+/// use pi_tool::{tool, State, ToolRegistry};
+///
+/// struct Greeting(String);
+///
+/// /// Greet someone.
+/// #[tool]
+/// async fn greet(name: String, greeting: State<Greeting>) -> String {
+///     format!("{}, {name}!", greeting.0)
+/// }
+///
+/// let tools = ToolRegistry::new().with(GreetTool).with_state(Greeting("Hello".into()));
+/// # let _ = tools;
+/// ```
+pub struct State<T: ?Sized>(Arc<T>);
+
+impl<T: ?Sized> State<T> {
+    /// Wraps shared state (for calling a `#[tool]` fn directly, e.g. in a test).
+    pub fn new(value: Arc<T>) -> Self {
+        State(value)
+    }
+
+    /// The shared pointer.
+    pub fn into_arc(self) -> Arc<T> {
+        self.0
+    }
+}
+
+impl<T: Send + Sync + 'static> State<T> {
+    /// Takes the `T` out of a call's context.
+    pub fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
+        ctx.state().get::<T>().map(State).ok_or_else(|| {
+            ToolError::new(format!(
+                "the tool needs shared state of type `{}`, but none was provided (add it with `with_state`)",
+                type_name::<T>()
+            ))
+        })
+    }
+}
+
+impl<T: ?Sized> Deref for State<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: ?Sized> Clone for State<T> {
+    fn clone(&self) -> Self {
+        State(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}

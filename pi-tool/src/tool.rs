@@ -1,0 +1,69 @@
+//! The tool contract: what the agent loop needs of any tool, generated or hand-written.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use crate::{ArgumentValidator, ExecutionMode, ToolContext, ToolError, ToolResult, ToolSpec};
+
+/// A boxed, sendable future: what [`AgentTool::execute`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool the agent loop can offer to a model and run.
+///
+/// `#[tool]` implements it for you; implement it by hand for tools whose schema is only known at
+/// run time (an MCP server's tools, a plugin). The trait is object-safe: the loop holds
+/// `Arc<dyn AgentTool>`.
+///
+/// ```
+/// use pi_tool::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult, ToolSpec};
+/// use serde_json::{json, Value};
+///
+/// struct Echo { spec: ToolSpec }
+///
+/// impl AgentTool for Echo {
+///     fn spec(&self) -> &ToolSpec { &self.spec }
+///     fn label(&self) -> &str { "Echo" }
+///     fn execute(&self, args: Value, _ctx: ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+///         Box::pin(async move { Ok(ToolResult::text(args["text"].as_str().unwrap_or_default())) })
+///     }
+/// }
+///
+/// let echo = Echo { spec: ToolSpec {
+///     name: "echo".into(),
+///     description: "Echo the text back.".into(),
+///     parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+/// }};
+/// assert_eq!(echo.spec().name, "echo");
+/// ```
+pub trait AgentTool: Send + Sync + 'static {
+    /// Name, description and JSON Schema: exactly what the model sees.
+    fn spec(&self) -> &ToolSpec;
+
+    /// A display name for a UI.
+    fn label(&self) -> &str;
+
+    /// `Some(Sequential)` makes any batch that calls this tool run one call at a time.
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        None
+    }
+
+    /// Rewrites raw arguments before validation (an old argument shape, a stringified field).
+    fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
+        Ok(args)
+    }
+
+    /// The compiled validator of [`spec`](Self::spec)`.parameters`.
+    ///
+    /// `#[tool]` builds it once per tool. A hand-written tool may keep one built with
+    /// [`ArgumentValidator::new`] and return it here; by default validation uses a process-wide
+    /// cache keyed by the tool's schema, which is compiled once too.
+    fn validator(&self) -> Option<&ArgumentValidator> {
+        None
+    }
+
+    /// Runs the tool with validated arguments. Failing (an `Err`, or a panic) becomes an error
+    /// result for the model; it never stops the agent.
+    fn execute(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>>;
+}

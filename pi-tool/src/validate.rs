@@ -1,0 +1,145 @@
+//! Validation of a model's arguments: parse, normalize losslessly, check against the compiled
+//! schema, and explain failures so the model can correct itself.
+
+mod report;
+mod shape;
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::{AgentTool, ToolError, ToolSpec};
+use shape::Shape;
+
+/// A tool's schema compiled once: the `jsonschema` validator plus what normalization needs.
+///
+/// `#[tool]` keeps one per tool in a `static`; a hand-written tool may build one with
+/// [`ArgumentValidator::new`] and return it from [`AgentTool::validator`].
+pub struct ArgumentValidator {
+    tool_name: String,
+    compiled: Result<jsonschema::Validator, String>,
+    shape: Shape,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentValidator")
+            .field("tool_name", &self.tool_name)
+            .field("compiled", &self.compiled.is_ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArgumentValidator {
+    /// Compiles `spec.parameters`. A schema that does not compile is reported on every call
+    /// (as an error result) rather than panicking.
+    pub fn new(spec: &ToolSpec) -> Self {
+        let compiled = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(false)
+            .build(&spec.parameters)
+            .map_err(|err| err.to_string());
+        ArgumentValidator {
+            tool_name: spec.name.clone(),
+            compiled,
+            shape: Shape::new(&spec.parameters),
+        }
+    }
+
+    /// Validates arguments as they arrived (after `prepare_arguments`) and returns them
+    /// normalized: numeric strings to numbers, `"true"` to `true`, numbers to strings, `null`
+    /// optional properties removed, JSON strings parsed where an object or array is expected.
+    ///
+    /// The `Err` displays pi's format with clearer messages:
+    ///
+    /// ```text
+    /// Validation failed for tool "get_weather":
+    ///   - city: missing required property
+    ///
+    /// Received arguments:
+    /// {}
+    /// ```
+    pub fn validate(&self, arguments: Value) -> Result<Value, ToolError> {
+        let arguments = match arguments {
+            Value::String(text) => match parse_argument_string(&text) {
+                Ok(parsed) => parsed,
+                Err(problem) => return Err(self.failure(&[problem], &Value::String(text))),
+            },
+            Value::Null => Value::Object(Default::default()),
+            other => other,
+        };
+        let compiled = match &self.compiled {
+            Ok(compiled) => compiled,
+            Err(err) => {
+                let problem = report::Problem {
+                    path: "root".into(),
+                    message: format!("the tool's schema does not compile: {err}"),
+                };
+                return Err(self.failure(&[problem], &arguments));
+            }
+        };
+        let normalized = self.shape.normalize(&arguments);
+        let candidate = normalized.as_ref().unwrap_or(&arguments);
+        if compiled.is_valid(candidate) {
+            return Ok(normalized.unwrap_or(arguments));
+        }
+        let problems = report::problems(compiled.iter_errors(candidate), &self.shape);
+        Err(self.failure(&problems, &arguments))
+    }
+
+    fn failure(&self, problems: &[report::Problem], received: &Value) -> ToolError {
+        let mut text = format!("Validation failed for tool \"{}\":\n", self.tool_name);
+        if problems.is_empty() {
+            text.push_str("  - root: Unknown validation error\n");
+        }
+        for problem in problems {
+            let _ = writeln!(text, "  - {}: {}", problem.path, problem.message);
+        }
+        let _ = write!(text, "\nReceived arguments:\n{}", report::received(received));
+        ToolError::new(text)
+    }
+}
+
+/// Arguments sent as a string: empty means `{}`, otherwise it must hold JSON.
+fn parse_argument_string(text: &str) -> Result<Value, report::Problem> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|err| report::Problem {
+        path: "root".into(),
+        message: format!("arguments are not valid JSON ({err})"),
+    })
+}
+
+/// Validates `arguments` for `tool` and returns them normalized (see [`ArgumentValidator::validate`]).
+///
+/// Uses the tool's own compiled validator, or for a tool without one a process-wide cache keyed
+/// by its schema: the schema is never compiled twice.
+pub fn validate_arguments(tool: &dyn AgentTool, arguments: &Value) -> Result<Value, ToolError> {
+    validate_owned(tool, arguments.clone())
+}
+
+/// [`validate_arguments`] taking the arguments by value (no copy).
+pub fn validate_owned(tool: &dyn AgentTool, arguments: Value) -> Result<Value, ToolError> {
+    match tool.validator() {
+        Some(validator) => validator.validate(arguments),
+        None => cached_validator(tool.spec()).validate(arguments),
+    }
+}
+
+type Cache = Mutex<HashMap<String, Vec<(Value, Arc<ArgumentValidator>)>>>;
+
+fn cached_validator(spec: &ToolSpec) -> Arc<ArgumentValidator> {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let entries = cache.entry(spec.name.clone()).or_default();
+    if let Some((_, validator)) = entries.iter().find(|(schema, _)| *schema == spec.parameters) {
+        return Arc::clone(validator);
+    }
+    let validator = Arc::new(ArgumentValidator::new(spec));
+    entries.push((spec.parameters.clone(), Arc::clone(&validator)));
+    validator
+}

@@ -1,0 +1,222 @@
+//! Turns `jsonschema` errors into lines a model can act on:
+//! `  - unit: expected one of "celsius", "fahrenheit"; got "kelvin"`.
+
+use std::fmt::Write;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::ValidationError;
+use serde_json::Value;
+
+use super::shape::Shape;
+use crate::suggest::did_you_mean;
+
+/// Longest rendering of a received value inside a message before it is shortened.
+const MAX_VALUE_CHARS: usize = 60;
+
+/// Longest `Received arguments` block; a huge argument is not echoed back in full.
+pub(crate) const MAX_RECEIVED_CHARS: usize = 4096;
+
+/// One problem: where (`a.0.b`, `root`) and what.
+pub(crate) struct Problem {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
+pub(crate) fn problems<'a>(errors: impl Iterator<Item = ValidationError<'a>>, shape: &Shape) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for error in errors {
+        describe(&error, shape, &mut out);
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert((p.path.clone(), p.message.clone())));
+    out
+}
+
+fn segments(pointer: &str) -> Vec<String> {
+    if pointer.is_empty() {
+        return Vec::new();
+    }
+    pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn dotted(segments: &[String]) -> String {
+    if segments.is_empty() { "root".to_owned() } else { segments.join(".") }
+}
+
+fn joined(base: &[String], last: &str) -> String {
+    let mut all = base.to_vec();
+    all.push(last.to_owned());
+    dotted(&all)
+}
+
+fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) {
+    let base = segments(error.instance_path().as_str());
+    let got = render(error.instance());
+    let mut push = |path: String, message: String| out.push(Problem { path, message });
+    match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            push(joined(&base, &name), "missing required property".into());
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            let node = shape.at_path(base.iter().map(String::as_str));
+            for name in unexpected {
+                let hint = match node {
+                    Some(node) => {
+                        let suggestion = did_you_mean(name, node.property_names());
+                        if suggestion.is_empty() && !node.properties.is_empty() {
+                            let allowed: Vec<String> = node.property_names().map(|n| format!("\"{n}\"")).collect();
+                            format!(" (allowed: {})", allowed.join(", "))
+                        } else {
+                            suggestion
+                        }
+                    }
+                    None => String::new(),
+                };
+                push(joined(&base, name), format!("unknown property{hint}"));
+            }
+        }
+        ValidationErrorKind::Type { kind } => {
+            push(dotted(&base), format!("expected {}; got {got}", type_names(kind)));
+        }
+        ValidationErrorKind::Enum { options } => {
+            push(dotted(&base), format!("expected one of {}; got {got}", list_values(options)));
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            push(dotted(&base), format!("expected {}; got {got}", render(expected_value)));
+        }
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            if let Some(alternatives) = simple_alternatives(context, error.instance_path().as_str()) {
+                push(dotted(&base), format!("expected one of {}; got {got}", alternatives.join(", ")));
+            } else if let Some(best) = context.iter().filter(|branch| !branch.is_empty()).min_by_key(|b| b.len()) {
+                for inner in best {
+                    describe(inner, shape, out);
+                }
+            } else {
+                push(dotted(&base), format!("does not match any allowed form; got {got}"));
+            }
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            push(dotted(&base), "matches more than one allowed form; add the fields that tell them apart".into());
+        }
+        ValidationErrorKind::Minimum { limit } => push(dotted(&base), format!("expected at least {limit}; got {got}")),
+        ValidationErrorKind::Maximum { limit } => push(dotted(&base), format!("expected at most {limit}; got {got}")),
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            push(dotted(&base), format!("expected more than {limit}; got {got}"));
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            push(dotted(&base), format!("expected less than {limit}; got {got}"));
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            push(dotted(&base), format!("expected at least {limit} character{}; got {got}", plural(*limit)));
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            let length = error.instance().as_str().map_or(0, |s| s.chars().count());
+            push(dotted(&base), format!("expected at most {limit} character{}; got {length}", plural(*limit)));
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            let count = error.instance().as_array().map_or(0, Vec::len);
+            push(dotted(&base), format!("expected at least {limit} item{}; got {count}", plural(*limit)));
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            let count = error.instance().as_array().map_or(0, Vec::len);
+            push(dotted(&base), format!("expected at most {limit} item{}; got {count}", plural(*limit)));
+        }
+        ValidationErrorKind::MinProperties { limit } => {
+            push(dotted(&base), format!("expected at least {limit} propert{}", if *limit == 1 { "y" } else { "ies" }));
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            push(dotted(&base), format!("expected at most {limit} propert{}", if *limit == 1 { "y" } else { "ies" }));
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            push(dotted(&base), format!("expected a string matching `{pattern}`; got {got}"));
+        }
+        ValidationErrorKind::Format { format } => {
+            push(dotted(&base), format!("expected a valid {format}; got {got}"));
+        }
+        ValidationErrorKind::MultipleOf { multiple_of, .. } => {
+            push(dotted(&base), format!("expected a multiple of {multiple_of}; got {got}"));
+        }
+        ValidationErrorKind::UniqueItems => push(dotted(&base), "expected unique items; got duplicates".into()),
+        ValidationErrorKind::FalseSchema => push(dotted(&base), "no value is allowed here".into()),
+        _ => push(dotted(&base), error.to_string()),
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `"a", "b", null` when every branch failed only on its type, enum or constant at the same place.
+fn simple_alternatives(context: &[Vec<ValidationError<'static>>], at: &str) -> Option<Vec<String>> {
+    let mut alternatives = Vec::new();
+    for branch in context {
+        let [only] = branch.as_slice() else { return None };
+        if only.instance_path().as_str() != at {
+            return None;
+        }
+        match only.kind() {
+            // `null` means "absent" for an optional argument: not worth offering.
+            ValidationErrorKind::Type { kind: TypeKind::Single(single) } if single.to_string() == "null" => {}
+            ValidationErrorKind::Type { kind } => alternatives.push(type_names(kind)),
+            ValidationErrorKind::Enum { options } => alternatives.push(list_values(options)),
+            ValidationErrorKind::Constant { expected_value } => alternatives.push(render(expected_value)),
+            _ => return None,
+        }
+    }
+    (!alternatives.is_empty()).then_some(alternatives)
+}
+
+fn type_names(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(single) => single.to_string(),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|t| t.to_string()).collect();
+            names.join(" or ")
+        }
+    }
+}
+
+fn list_values(options: &Value) -> String {
+    match options {
+        Value::Array(values) => values.iter().map(render).collect::<Vec<_>>().join(", "),
+        other => render(other),
+    }
+}
+
+/// A value as compact JSON, shortened when long so one bad argument cannot flood the message.
+pub(crate) fn render(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= MAX_VALUE_CHARS {
+        return text;
+    }
+    match value {
+        Value::String(s) => {
+            let head: String = s.chars().take(MAX_VALUE_CHARS - 10).collect();
+            format!("\"{}…\" ({} characters)", head.escape_debug(), s.chars().count())
+        }
+        Value::Array(items) => format!("an array of {} items", items.len()),
+        Value::Object(map) => format!("an object with {} properties", map.len()),
+        _ => text,
+    }
+}
+
+/// The `Received arguments` block: 2-space-indented JSON, cut after [`MAX_RECEIVED_CHARS`].
+pub(crate) fn received(arguments: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    if text.len() > MAX_RECEIVED_CHARS {
+        let mut cut = MAX_RECEIVED_CHARS;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let rest = text.len() - cut;
+        text.truncate(cut);
+        let _ = write!(text, "\n… ({rest} more bytes not shown)");
+    }
+    text
+}

@@ -1,0 +1,383 @@
+//! A compact view of a schema (types, properties, items) built once, used to normalize
+//! loosely-typed arguments without losing information.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Number, Value};
+
+/// JSON types a schema node accepts, as bit flags; empty means "anything".
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Types(u8);
+
+impl Types {
+    const NULL: u8 = 1;
+    const BOOLEAN: u8 = 2;
+    const INTEGER: u8 = 4;
+    const NUMBER: u8 = 8;
+    const STRING: u8 = 16;
+    const ARRAY: u8 = 32;
+    const OBJECT: u8 = 64;
+
+    fn from_name(name: &str) -> u8 {
+        match name {
+            "null" => Self::NULL,
+            "boolean" => Self::BOOLEAN,
+            "integer" => Self::INTEGER,
+            "number" => Self::NUMBER,
+            "string" => Self::STRING,
+            "array" => Self::ARRAY,
+            "object" => Self::OBJECT,
+            _ => 0,
+        }
+    }
+
+    fn of_value(value: &Value) -> u8 {
+        match value {
+            Value::Null => Self::NULL,
+            Value::Bool(_) => Self::BOOLEAN,
+            Value::Number(n) if n.is_f64() => Self::NUMBER,
+            Value::Number(_) => Self::INTEGER,
+            Value::String(_) => Self::STRING,
+            Value::Array(_) => Self::ARRAY,
+            Value::Object(_) => Self::OBJECT,
+        }
+    }
+
+    fn has(self, flag: u8) -> bool {
+        self.0 & flag != 0
+    }
+
+    fn is_any(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// One schema node, reduced to what normalization needs.
+#[derive(Default)]
+pub(crate) struct Node {
+    pub(crate) types: Types,
+    pub(crate) properties: Vec<(String, usize)>,
+    pub(crate) required: Vec<String>,
+    pub(crate) items: Option<usize>,
+    pub(crate) additional: Option<usize>,
+}
+
+impl Node {
+    pub(crate) fn property(&self, name: &str) -> Option<usize> {
+        self.properties.iter().find(|(key, _)| key == name).map(|&(_, node)| node)
+    }
+
+    pub(crate) fn property_names(&self) -> impl Iterator<Item = &str> {
+        self.properties.iter().map(|(key, _)| key.as_str())
+    }
+}
+
+/// The schema as an arena of nodes; node 0 is the root. Recursive references share nodes.
+pub(crate) struct Shape {
+    nodes: Vec<Node>,
+}
+
+impl Shape {
+    pub(crate) fn new(schema: &Value) -> Shape {
+        let defs = schema.get("$defs").and_then(Value::as_object);
+        let mut builder = Builder {
+            nodes: Vec::new(),
+            defs,
+            def_nodes: HashMap::new(),
+            merges: Vec::new(),
+        };
+        let root = builder.build(schema);
+        debug_assert_eq!(root, 0);
+        Shape { nodes: builder.finish() }
+    }
+
+    /// The node at a path of property names and array indices, if the schema describes it.
+    pub(crate) fn at_path<'a, I: IntoIterator<Item = &'a str>>(&self, path: I) -> Option<&Node> {
+        let mut node = self.nodes.first()?;
+        for segment in path {
+            let next = node
+                .property(segment)
+                .or(node.items.filter(|_| segment.parse::<usize>().is_ok()))
+                .or(node.additional)?;
+            node = &self.nodes[next];
+        }
+        Some(node)
+    }
+
+    /// `value` rewritten to fit the schema losslessly, or `None` if nothing needed rewriting.
+    pub(crate) fn normalize(&self, value: &Value) -> Option<Value> {
+        self.normalize_at(0, value)
+    }
+
+    fn normalize_at(&self, index: usize, value: &Value) -> Option<Value> {
+        let node = &self.nodes[index];
+        if let Some(coerced) = coerce_scalar(node.types, value) {
+            // A coerced value (e.g. a JSON string parsed into an object) is normalized too.
+            return Some(self.normalize_at(index, &coerced).unwrap_or(coerced));
+        }
+        match value {
+            Value::Object(map) => self.normalize_object(node, map).map(Value::Object),
+            Value::Array(items) => {
+                let item_node = node.items?;
+                let mut changed: Option<Vec<Value>> = None;
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(new) = self.normalize_at(item_node, item) {
+                        changed.get_or_insert_with(|| items.clone())[i] = new;
+                    }
+                }
+                changed.map(Value::Array)
+            }
+            _ => None,
+        }
+    }
+
+    fn normalize_object(&self, node: &Node, map: &Map<String, Value>) -> Option<Map<String, Value>> {
+        let mut changes: Vec<(&String, Option<Value>)> = Vec::new();
+        for (key, value) in map {
+            if value.is_null() && !node.required.iter().any(|r| r == key) {
+                changes.push((key, None));
+                continue;
+            }
+            let Some(child) = node.property(key).or(node.additional) else { continue };
+            if let Some(new) = self.normalize_at(child, value) {
+                changes.push((key, Some(new)));
+            }
+        }
+        if changes.is_empty() {
+            return None;
+        }
+        let mut out = map.clone();
+        for (key, change) in changes {
+            match change {
+                Some(value) => {
+                    out.insert(key.clone(), value);
+                }
+                None => {
+                    out.shift_remove(key);
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The lossless rewrite of a scalar the schema does not accept, if there is one.
+fn coerce_scalar(types: Types, value: &Value) -> Option<Value> {
+    if types.is_any() {
+        return None;
+    }
+    let found = Types::of_value(value);
+    let accepts_number = types.has(Types::NUMBER);
+    let accepts_integer = types.has(Types::INTEGER) || accepts_number;
+    match value {
+        Value::Number(n) => {
+            if types.has(Types::INTEGER) && !accepts_number && found == Types::NUMBER {
+                // 5.0 is an integer to JSON Schema but not to serde: send a JSON integer.
+                return integral(n.as_f64()?);
+            }
+            if types.has(found) || (found == Types::INTEGER && accepts_number) {
+                return None;
+            }
+            types.has(Types::STRING).then(|| Value::String(n.to_string()))
+        }
+        Value::Bool(b) => {
+            if types.has(Types::BOOLEAN) {
+                return None;
+            }
+            types.has(Types::STRING).then(|| Value::String(b.to_string()))
+        }
+        Value::String(s) => {
+            if types.has(Types::STRING) {
+                return None;
+            }
+            let trimmed = s.trim();
+            if accepts_integer {
+                if let Some(number) = parse_number(trimmed, accepts_number) {
+                    return Some(number);
+                }
+            }
+            if types.has(Types::BOOLEAN) {
+                if trimmed.eq_ignore_ascii_case("true") {
+                    return Some(Value::Bool(true));
+                }
+                if trimmed.eq_ignore_ascii_case("false") {
+                    return Some(Value::Bool(false));
+                }
+            }
+            if (types.has(Types::OBJECT) && trimmed.starts_with('{'))
+                || (types.has(Types::ARRAY) && trimmed.starts_with('['))
+            {
+                return serde_json::from_str::<Value>(trimmed).ok();
+            }
+            None
+        }
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// A numeric string as a JSON number; an integer only when integral, a float only if allowed.
+fn parse_number(text: &str, allow_float: bool) -> Option<Value> {
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        return Some(Value::Number(i.into()));
+    }
+    if let Ok(u) = text.parse::<u64>() {
+        return Some(Value::Number(u.into()));
+    }
+    let float = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
+    // Reject forms Rust parses but JSON would not send as numbers ("inf" is filtered above).
+    if !text.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')) {
+        return None;
+    }
+    if let Some(int) = integral(float) {
+        return Some(int);
+    }
+    if allow_float {
+        return Number::from_f64(float).map(Value::Number);
+    }
+    None
+}
+
+fn integral(float: f64) -> Option<Value> {
+    if float.fract() != 0.0 || !float.is_finite() {
+        return None;
+    }
+    if float >= i64::MIN as f64 && float < i64::MAX as f64 {
+        return Some(Value::Number((float as i64).into()));
+    }
+    if float >= 0.0 && float < u64::MAX as f64 {
+        return Some(Value::Number((float as u64).into()));
+    }
+    None
+}
+
+struct Builder<'a> {
+    nodes: Vec<Node>,
+    defs: Option<&'a Map<String, Value>>,
+    def_nodes: HashMap<&'a str, usize>,
+    /// `(into, from)`: node `from` (a `$ref` target or an `anyOf` branch) widens node `into`.
+    merges: Vec<(usize, usize)>,
+}
+
+impl<'a> Builder<'a> {
+    fn alloc(&mut self) -> usize {
+        self.nodes.push(Node::default());
+        self.nodes.len() - 1
+    }
+
+    /// Builds the node of `schema` and returns its index.
+    fn build(&mut self, schema: &'a Value) -> usize {
+        let index = self.alloc();
+        let Value::Object(map) = schema else { return index };
+        if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+            if let Some(def) = self.definition(target) {
+                self.merges.push((index, def));
+            }
+        }
+        let mut types = 0;
+        match map.get("type") {
+            Some(Value::String(name)) => types |= Types::from_name(name),
+            Some(Value::Array(names)) => {
+                for name in names.iter().filter_map(Value::as_str) {
+                    types |= Types::from_name(name);
+                }
+            }
+            _ => {}
+        }
+        if types == 0 {
+            if let Some(Value::Array(values)) = map.get("enum") {
+                types = values.iter().fold(0, |acc, v| acc | Types::of_value(v));
+            } else if let Some(value) = map.get("const") {
+                types = Types::of_value(value);
+            }
+        }
+        self.nodes[index].types.0 |= types;
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            for (name, sub) in properties {
+                let child = self.build(sub);
+                self.nodes[index].properties.push((name.clone(), child));
+            }
+        }
+        if let Some(Value::Array(required)) = map.get("required") {
+            let names = required.iter().filter_map(Value::as_str).map(str::to_owned);
+            self.nodes[index].required.extend(names);
+        }
+        if let Some(items @ Value::Object(_)) = map.get("items") {
+            let child = self.build(items);
+            self.nodes[index].items = Some(child);
+        }
+        if let Some(additional @ Value::Object(_)) = map.get("additionalProperties") {
+            let child = self.build(additional);
+            self.nodes[index].additional = Some(child);
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            if let Some(Value::Array(branches)) = map.get(key) {
+                for branch in branches {
+                    let child = self.build(branch);
+                    self.merges.push((index, child));
+                }
+            }
+        }
+        index
+    }
+
+    /// The node of a `$defs` entry, built once; a recursive reference reuses it.
+    fn definition(&mut self, target: &str) -> Option<usize> {
+        let name = target.strip_prefix("#/$defs/")?;
+        let (key, def) = self.defs?.get_key_value(name)?;
+        if let Some(&existing) = self.def_nodes.get(key.as_str()) {
+            return Some(existing);
+        }
+        // Reserve the slot first so that a reference inside the definition finds it.
+        let index = self.alloc();
+        self.def_nodes.insert(key.as_str(), index);
+        let built = self.build(def);
+        self.merges.push((index, built));
+        Some(index)
+    }
+
+    /// Applies the merges until nothing changes (merging only adds, so this ends).
+    fn finish(mut self) -> Vec<Node> {
+        let merges = std::mem::take(&mut self.merges);
+        loop {
+            let mut changed = false;
+            for &(into, from) in &merges {
+                if into != from {
+                    changed |= self.merge(into, from);
+                }
+            }
+            if !changed {
+                return self.nodes;
+            }
+        }
+    }
+
+    fn merge(&mut self, into: usize, from: usize) -> bool {
+        let source = &self.nodes[from];
+        let (types, properties, required, items, additional) = (
+            source.types,
+            source.properties.clone(),
+            source.required.clone(),
+            source.items,
+            source.additional,
+        );
+        let node = &mut self.nodes[into];
+        let before = (node.types.0, node.properties.len(), node.required.len(), node.items, node.additional);
+        node.types.0 |= types.0;
+        for (name, child) in properties {
+            if node.property(&name).is_none() {
+                node.properties.push((name, child));
+            }
+        }
+        for name in required {
+            if !node.required.contains(&name) {
+                node.required.push(name);
+            }
+        }
+        node.items = node.items.or(items);
+        node.additional = node.additional.or(additional);
+        before != (node.types.0, node.properties.len(), node.required.len(), node.items, node.additional)
+    }
+}

@@ -1,0 +1,1 @@
+//! pi coding agent (in progress).

@@ -1,0 +1,376 @@
+//! The transcript: user, assistant and tool-result messages, with pi's JSON shapes.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pi_tool::{Content, ToolCall, Usage};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch: the `timestamp` of every message.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// One entry of the transcript. Serializes with pi's `role` tag: `user`, `assistant`,
+/// `toolResult`, or `custom` for application messages the model never sees unless
+/// `convert_to_llm` turns them into something it does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// What the user (or the host on the user's behalf) said.
+    User(UserMessage),
+    /// What the model answered.
+    Assistant(AssistantMessage),
+    /// The result of one tool call.
+    ToolResult(ToolResultMessage),
+    /// An application message (a notification, a UI marker); not sent to a model by default.
+    Custom(CustomMessage),
+}
+
+impl Message {
+    /// A user message with one text block.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User(UserMessage::text(text))
+    }
+
+    /// The role as pi spells it: `user`, `assistant`, `toolResult`, `custom`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "toolResult",
+            Message::Custom(_) => "custom",
+        }
+    }
+
+    /// The assistant message, if this is one.
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match self {
+            Message::Assistant(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The tool result, if this is one.
+    pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
+        match self {
+            Message::ToolResult(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The timestamp (ms since the epoch).
+    pub fn timestamp(&self) -> i64 {
+        match self {
+            Message::User(m) => m.timestamp,
+            Message::Assistant(m) => m.timestamp,
+            Message::ToolResult(m) => m.timestamp,
+            Message::Custom(m) => m.timestamp,
+        }
+    }
+}
+
+/// A user turn: text and images.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// Text and image blocks (pi also accepts a bare string, read here as one text block).
+    #[serde(deserialize_with = "string_or_blocks")]
+    pub content: Vec<Content>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl UserMessage {
+    /// A user message with one text block, stamped now.
+    pub fn text(text: impl Into<String>) -> Self {
+        UserMessage {
+            content: vec![Content::text(text)],
+            timestamp: now_ms(),
+        }
+    }
+}
+
+fn string_or_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Content>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Text(String),
+        Blocks(Vec<Content>),
+    }
+    Ok(match Either::deserialize(deserializer)? {
+        Either::Text(text) => vec![Content::Text { text }],
+        Either::Blocks(blocks) => blocks,
+    })
+}
+
+/// Why the model stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// A natural end of the answer.
+    #[default]
+    Stop,
+    /// The output token limit was hit: the answer (and any tool call in it) may be truncated.
+    Length,
+    /// The model asked for tool calls.
+    ToolUse,
+    /// The request failed; see `error_message`.
+    Error,
+    /// The run was aborted.
+    Aborted,
+}
+
+/// A block of an assistant message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AssistantContent {
+    /// Visible text.
+    Text {
+        /// The text.
+        text: String,
+        /// Provider-opaque signature to send back with the text (OpenAI Responses item id).
+        #[serde(default, rename = "textSignature", skip_serializing_if = "Option::is_none")]
+        text_signature: Option<String>,
+    },
+    /// Reasoning the model showed (or an opaque, redacted form of it).
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// Provider-opaque signature that must accompany the thinking when replayed.
+        #[serde(default, rename = "thinkingSignature", skip_serializing_if = "Option::is_none")]
+        thinking_signature: Option<String>,
+        /// The provider returned the reasoning encrypted; `thinking_signature` holds it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
+    },
+    /// A call of a tool.
+    ToolCall(ToolCallBlock),
+}
+
+impl AssistantContent {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        AssistantContent::Text {
+            text: text.into(),
+            text_signature: None,
+        }
+    }
+
+    /// A thinking block.
+    pub fn thinking(thinking: impl Into<String>) -> Self {
+        AssistantContent::Thinking {
+            thinking: thinking.into(),
+            thinking_signature: None,
+            redacted: false,
+        }
+    }
+
+    /// A tool-call block.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        AssistantContent::ToolCall(ToolCallBlock {
+            call: ToolCall::new(id, name, arguments),
+            thought_signature: None,
+        })
+    }
+}
+
+/// A tool call inside an assistant message: `{"type":"toolCall","id","name","arguments"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallBlock {
+    /// Id, tool name and raw arguments.
+    #[serde(flatten)]
+    pub call: ToolCall,
+    /// Provider-opaque signature bound to the call (Gemini `thoughtSignature`).
+    #[serde(default, rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+/// What the model answered, with where it came from and how it ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Text, thinking and tool calls, in the order the model produced them.
+    pub content: Vec<AssistantContent>,
+    /// The wire API (`openai-completions`, `anthropic-messages`, ...).
+    #[serde(default)]
+    pub api: String,
+    /// The provider (`openai`, `anthropic`, `google`, ...).
+    #[serde(default)]
+    pub provider: String,
+    /// The model id.
+    #[serde(default)]
+    pub model: String,
+    /// The provider's id for the response, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// Tokens and cost.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// What went wrong, when `stop_reason` is `Error` or `Aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl AssistantMessage {
+    /// An empty message (no content, zero usage, `Stop`), stamped now.
+    pub fn empty() -> Self {
+        AssistantMessage {
+            content: Vec::new(),
+            api: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            response_id: None,
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp: now_ms(),
+        }
+    }
+
+    /// A message with the given content and stop reason.
+    pub fn new(content: Vec<AssistantContent>, stop_reason: StopReason) -> Self {
+        AssistantMessage {
+            content,
+            stop_reason,
+            ..AssistantMessage::empty()
+        }
+    }
+
+    /// A failed response: empty text, `stop_reason` `Error` (or `Aborted`), and the message.
+    pub fn failed(stop_reason: StopReason, error_message: impl Into<String>) -> Self {
+        AssistantMessage {
+            content: vec![AssistantContent::text("")],
+            stop_reason,
+            error_message: Some(error_message.into()),
+            ..AssistantMessage::empty()
+        }
+    }
+
+    /// The tool calls, in content order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallBlock> {
+        self.content.iter().filter_map(|block| match block {
+            AssistantContent::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// The text blocks joined with `\n`.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                AssistantContent::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// The result of one tool call, as appended to the transcript and sent to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The id of the call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// Text and image blocks for the model.
+    pub content: Vec<Content>,
+    /// Structured data for a UI or logs; not sent to the model.
+    #[serde(default)]
+    pub details: Value,
+    /// The call failed; the content explains why.
+    #[serde(default)]
+    pub is_error: bool,
+    /// How long preparation and execution took, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl ToolResultMessage {
+    /// The text blocks joined with `\n`.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self.content.iter().filter_map(Content::as_text).collect();
+        texts.join("\n")
+    }
+}
+
+/// An application message kept in the transcript (pi's custom `AgentMessage` types).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CustomMessage {
+    /// The application's name for this kind of message (`notification`, ...).
+    pub kind: String,
+    /// Its payload.
+    #[serde(default)]
+    pub data: Value,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl AssistantMessage {
+    /// Applies one streamed event, so a listener can follow a response as it grows (each call
+    /// costs the size of the event, not of the message).
+    pub fn apply(&mut self, event: &crate::AssistantEvent) {
+        use crate::AssistantEvent as E;
+        match event {
+            E::Start { partial } => *self = partial.clone(),
+            E::TextStart { content_index } => self.block_at(*content_index, || AssistantContent::text("")),
+            E::TextDelta { content_index, delta } => {
+                self.block_at(*content_index, || AssistantContent::text(""));
+                if let Some(AssistantContent::Text { text, .. }) = self.content.get_mut(*content_index) {
+                    text.push_str(delta);
+                }
+            }
+            E::TextEnd { content_index, content } => {
+                self.block_at(*content_index, || AssistantContent::text(""));
+                if let Some(AssistantContent::Text { text, .. }) = self.content.get_mut(*content_index) {
+                    text.clone_from(content);
+                }
+            }
+            E::ThinkingStart { content_index } => self.block_at(*content_index, || AssistantContent::thinking("")),
+            E::ThinkingDelta { content_index, delta } => {
+                self.block_at(*content_index, || AssistantContent::thinking(""));
+                if let Some(AssistantContent::Thinking { thinking, .. }) = self.content.get_mut(*content_index) {
+                    thinking.push_str(delta);
+                }
+            }
+            E::ThinkingEnd { content_index, content } => {
+                self.block_at(*content_index, || AssistantContent::thinking(""));
+                if let Some(AssistantContent::Thinking { thinking, .. }) = self.content.get_mut(*content_index) {
+                    thinking.clone_from(content);
+                }
+            }
+            E::ToolCallStart { content_index, id, name } => self.block_at(*content_index, || {
+                AssistantContent::tool_call(id.clone(), name.clone(), Value::Object(Default::default()))
+            }),
+            E::ToolCallDelta { .. } => {}
+            E::ToolCallEnd { content_index, tool_call } => {
+                self.block_at(*content_index, || AssistantContent::ToolCall(tool_call.clone()));
+                self.content[*content_index] = AssistantContent::ToolCall(tool_call.clone());
+            }
+            E::Done { message, .. } => *self = message.clone(),
+            E::Error { error, .. } => *self = error.clone(),
+        }
+    }
+
+    /// Makes sure a block exists at `index` (pushing `make()` when the index is new).
+    fn block_at(&mut self, index: usize, make: impl FnOnce() -> AssistantContent) {
+        if index >= self.content.len() {
+            self.content.push(make());
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The model side of the loop: what a model is given, and the events it streams back.
+//!
+//! A model never fails by returning `Err`: it ends its stream with [`AssistantEvent::Error`]
+//! carrying an assistant message whose `stop_reason` is `Error` or `Aborted`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::stream::BoxStream;
+use pi_tool::{CancellationToken, ToolSpec};
+
+use crate::message::{AssistantMessage, Message, StopReason, ToolCallBlock};
+
+/// What one model request sees: the system prompt, the transcript and the tools.
+///
+/// Borrowed, never copied: the loop hands the model its transcript as a slice of shared
+/// messages, so a request costs nothing per earlier message.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The system prompt (may be empty).
+    pub system_prompt: &'a str,
+    /// The conversation so far. Custom messages are skipped by every provider.
+    pub messages: &'a [Arc<Message>],
+    /// The tools the model may call.
+    pub tools: &'a [ToolSpec],
+}
+
+/// Whether and which tool the model must call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// How hard a reasoning model should think.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ThinkingLevel {
+    /// No reasoning (or the provider's minimum).
+    #[default]
+    Off,
+    /// Minimal reasoning.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+}
+
+/// Per-request options. Every field is optional; providers ignore what they cannot express.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct StreamOptions {
+    /// Aborts the request; the stream then ends with an `Aborted` message.
+    pub signal: CancellationToken,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Output token limit.
+    pub max_tokens: Option<u32>,
+    /// Tool choice.
+    pub tool_choice: Option<ToolChoice>,
+    /// Reasoning effort.
+    pub thinking: Option<ThinkingLevel>,
+    /// API key overriding the model's own.
+    pub api_key: Option<String>,
+    /// A session id for providers that cache by session.
+    pub session_id: Option<String>,
+    /// Extra HTTP headers.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl StreamOptions {
+    /// Options with the given abort signal and nothing else set.
+    pub fn with_signal(signal: CancellationToken) -> Self {
+        StreamOptions {
+            signal,
+            ..StreamOptions::default()
+        }
+    }
+}
+
+/// One event of a streamed assistant response (pi's `AssistantMessageEvent`, without the
+/// partial message copied into every delta: apply events with
+/// [`AssistantMessage::apply`](crate::AssistantMessage::apply) to follow along).
+#[derive(Clone, Debug, PartialEq)]
+pub enum AssistantEvent {
+    /// The response began; `partial` has the metadata (api, provider, model) and no content.
+    Start {
+        /// The message so far.
+        partial: AssistantMessage,
+    },
+    /// A text block opened at `content_index`.
+    TextStart {
+        /// Index of the block in `content`.
+        content_index: usize,
+    },
+    /// More text for the block.
+    TextDelta {
+        /// Index of the block.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// The text block is complete.
+    TextEnd {
+        /// Index of the block.
+        content_index: usize,
+        /// The whole text of the block.
+        content: String,
+    },
+    /// A thinking block opened.
+    ThinkingStart {
+        /// Index of the block.
+        content_index: usize,
+    },
+    /// More reasoning text.
+    ThinkingDelta {
+        /// Index of the block.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// The thinking block is complete.
+    ThinkingEnd {
+        /// Index of the block.
+        content_index: usize,
+        /// The whole reasoning text.
+        content: String,
+    },
+    /// A tool call began: its id and name are known, its arguments follow as deltas.
+    ToolCallStart {
+        /// Index of the block.
+        content_index: usize,
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// More argument JSON text.
+    ToolCallDelta {
+        /// Index of the block.
+        content_index: usize,
+        /// The raw JSON fragment.
+        delta: String,
+    },
+    /// The tool call is complete, with parsed arguments.
+    ToolCallEnd {
+        /// Index of the block.
+        content_index: usize,
+        /// The complete call.
+        tool_call: ToolCallBlock,
+    },
+    /// The response ended normally (`Stop`, `Length` or `ToolUse`).
+    Done {
+        /// Why it stopped.
+        reason: StopReason,
+        /// The complete message.
+        message: AssistantMessage,
+    },
+    /// The response failed (`Error`) or was aborted (`Aborted`).
+    Error {
+        /// `Error` or `Aborted`.
+        reason: StopReason,
+        /// The message so far, with `error_message` set.
+        error: AssistantMessage,
+    },
+}
+
+/// A language model the loop can stream from.
+///
+/// Implemented by the HTTP providers and by [`ScriptedModel`](crate::ScriptedModel).
+pub trait Model: Send + Sync {
+    /// The wire API (`openai-completions`, `anthropic-messages`, `scripted`, ...).
+    fn api(&self) -> &str;
+    /// The provider (`openai`, `anthropic`, ...).
+    fn provider(&self) -> &str;
+    /// The model id.
+    fn id(&self) -> &str;
+
+    /// Whether the model reads images; when not, providers replace images with a placeholder.
+    fn accepts_images(&self) -> bool {
+        true
+    }
+
+    /// Streams one response. The stream must end with `Done` or `Error`; it never panics or
+    /// fails otherwise.
+    fn stream<'a>(&'a self, context: Context<'a>, options: &'a StreamOptions) -> BoxStream<'a, AssistantEvent>;
+}

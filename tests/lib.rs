@@ -1,0 +1,1 @@
+//! Intentionally empty: this package only hosts workspace-level tests.

@@ -6,7 +6,7 @@ mod model;
 
 pub use event::AgentEvent;
 pub use message::{
-    AssistantContent, AssistantMessage, CustomMessage, Message, StopReason, ToolCallBlock, ToolResultMessage,
-    UserMessage, now_ms,
+    AssistantContent, AssistantMessage, CustomMessage, Message, StopReason, ToolCallBlock,
+    ToolResultMessage, UserMessage, now_ms,
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};

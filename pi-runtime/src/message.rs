@@ -132,7 +132,11 @@ pub enum AssistantContent {
         /// The text.
         text: String,
         /// Provider-opaque signature to send back with the text (OpenAI Responses item id).
-        #[serde(default, rename = "textSignature", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            rename = "textSignature",
+            skip_serializing_if = "Option::is_none"
+        )]
         text_signature: Option<String>,
     },
     /// Reasoning the model showed (or an opaque, redacted form of it).
@@ -140,7 +144,11 @@ pub enum AssistantContent {
         /// The reasoning text.
         thinking: String,
         /// Provider-opaque signature that must accompany the thinking when replayed.
-        #[serde(default, rename = "thinkingSignature", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            rename = "thinkingSignature",
+            skip_serializing_if = "Option::is_none"
+        )]
         thinking_signature: Option<String>,
         /// The provider returned the reasoning encrypted; `thinking_signature` holds it.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -184,7 +192,11 @@ pub struct ToolCallBlock {
     #[serde(flatten)]
     pub call: ToolCall,
     /// Provider-opaque signature bound to the call (Gemini `thoughtSignature`).
-    #[serde(default, rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "thoughtSignature",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thought_signature: Option<String>,
 }
 
@@ -328,38 +340,75 @@ impl AssistantMessage {
         use crate::AssistantEvent as E;
         match event {
             E::Start { partial } => *self = partial.clone(),
-            E::TextStart { content_index } => self.block_at(*content_index, || AssistantContent::text("")),
-            E::TextDelta { content_index, delta } => {
+            E::TextStart { content_index } => {
+                self.block_at(*content_index, || AssistantContent::text(""))
+            }
+            E::TextDelta {
+                content_index,
+                delta,
+            } => {
                 self.block_at(*content_index, || AssistantContent::text(""));
-                if let Some(AssistantContent::Text { text, .. }) = self.content.get_mut(*content_index) {
+                if let Some(AssistantContent::Text { text, .. }) =
+                    self.content.get_mut(*content_index)
+                {
                     text.push_str(delta);
                 }
             }
-            E::TextEnd { content_index, content } => {
+            E::TextEnd {
+                content_index,
+                content,
+            } => {
                 self.block_at(*content_index, || AssistantContent::text(""));
-                if let Some(AssistantContent::Text { text, .. }) = self.content.get_mut(*content_index) {
+                if let Some(AssistantContent::Text { text, .. }) =
+                    self.content.get_mut(*content_index)
+                {
                     text.clone_from(content);
                 }
             }
-            E::ThinkingStart { content_index } => self.block_at(*content_index, || AssistantContent::thinking("")),
-            E::ThinkingDelta { content_index, delta } => {
+            E::ThinkingStart { content_index } => {
+                self.block_at(*content_index, || AssistantContent::thinking(""))
+            }
+            E::ThinkingDelta {
+                content_index,
+                delta,
+            } => {
                 self.block_at(*content_index, || AssistantContent::thinking(""));
-                if let Some(AssistantContent::Thinking { thinking, .. }) = self.content.get_mut(*content_index) {
+                if let Some(AssistantContent::Thinking { thinking, .. }) =
+                    self.content.get_mut(*content_index)
+                {
                     thinking.push_str(delta);
                 }
             }
-            E::ThinkingEnd { content_index, content } => {
+            E::ThinkingEnd {
+                content_index,
+                content,
+            } => {
                 self.block_at(*content_index, || AssistantContent::thinking(""));
-                if let Some(AssistantContent::Thinking { thinking, .. }) = self.content.get_mut(*content_index) {
+                if let Some(AssistantContent::Thinking { thinking, .. }) =
+                    self.content.get_mut(*content_index)
+                {
                     thinking.clone_from(content);
                 }
             }
-            E::ToolCallStart { content_index, id, name } => self.block_at(*content_index, || {
-                AssistantContent::tool_call(id.clone(), name.clone(), Value::Object(Default::default()))
+            E::ToolCallStart {
+                content_index,
+                id,
+                name,
+            } => self.block_at(*content_index, || {
+                AssistantContent::tool_call(
+                    id.clone(),
+                    name.clone(),
+                    Value::Object(Default::default()),
+                )
             }),
             E::ToolCallDelta { .. } => {}
-            E::ToolCallEnd { content_index, tool_call } => {
-                self.block_at(*content_index, || AssistantContent::ToolCall(tool_call.clone()));
+            E::ToolCallEnd {
+                content_index,
+                tool_call,
+            } => {
+                self.block_at(*content_index, || {
+                    AssistantContent::ToolCall(tool_call.clone())
+                });
                 self.content[*content_index] = AssistantContent::ToolCall(tool_call.clone());
             }
             E::Done { message, .. } => *self = message.clone(),

@@ -192,5 +192,9 @@ pub trait Model: Send + Sync {
 
     /// Streams one response. The stream must end with `Done` or `Error`; it never panics or
     /// fails otherwise.
-    fn stream<'a>(&'a self, context: Context<'a>, options: &'a StreamOptions) -> BoxStream<'a, AssistantEvent>;
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent>;
 }

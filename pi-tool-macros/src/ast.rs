@@ -39,7 +39,9 @@ impl ToolFn {
         let docs = docs::extract(&item.attrs);
         let mut params = Vec::new();
         for input in item.sig.inputs.iter_mut() {
-            let FnArg::Typed(pat_type) = input else { continue };
+            let FnArg::Typed(pat_type) = input else {
+                continue;
+            };
             let (field_attrs, kept) = split_attrs(cx, std::mem::take(&mut pat_type.attrs));
             pat_type.attrs = kept;
             let kind = classify(&pat_type.ty);
@@ -53,11 +55,17 @@ impl ToolFn {
                 continue;
             };
             if let Some((_, sub)) = &pat_ident.subpat {
-                cx.error_spanned_by(sub, "`#[tool]` parameters must be plain names, e.g. `city: String`");
+                cx.error_spanned_by(
+                    sub,
+                    "`#[tool]` parameters must be plain names, e.g. `city: String`",
+                );
                 continue;
             }
             if pat_ident.by_ref.is_some() {
-                cx.error_spanned_by(pat_ident.by_ref, "`#[tool]` parameters must be plain names, e.g. `city: String`");
+                cx.error_spanned_by(
+                    pat_ident.by_ref,
+                    "`#[tool]` parameters must be plain names, e.g. `city: String`",
+                );
                 continue;
             }
             let has_docs = field_attrs.iter().any(docs::is_doc);
@@ -82,7 +90,10 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
         let path = attr.path();
         if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
             moved.push(attr);
-        } else if ["allow", "warn", "deny", "expect", "forbid"].iter().any(|lint| path.is_ident(lint)) {
+        } else if ["allow", "warn", "deny", "expect", "forbid"]
+            .iter()
+            .any(|lint| path.is_ident(lint))
+        {
             kept.push(attr);
         } else {
             cx.error_spanned_by(
@@ -97,17 +108,22 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
 /// Injected parameters are recognized by type name: `ToolContext` and `State<T>`, with or
 /// without a path (`pi_tool::ToolContext`).
 fn classify(ty: &Type) -> ParamKind {
-    let Type::Path(type_path) = ty else { return ParamKind::Argument };
+    let Type::Path(type_path) = ty else {
+        return ParamKind::Argument;
+    };
     if type_path.qself.is_some() {
         return ParamKind::Argument;
     }
-    let Some(last) = type_path.path.segments.last() else { return ParamKind::Argument };
+    let Some(last) = type_path.path.segments.last() else {
+        return ParamKind::Argument;
+    };
     if last.ident == "ToolContext" && last.arguments.is_empty() {
         return ParamKind::Context;
     }
     if last.ident == "State" {
         if let PathArguments::AngleBracketed(args) = &last.arguments {
-            if let [GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice() {
+            if let [GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice()
+            {
                 return ParamKind::State(inner.clone());
             }
         }

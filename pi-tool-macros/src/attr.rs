@@ -9,7 +9,14 @@ use syn::{Expr, ExprLit, ExprPath, Lit, LitStr, Meta, Path, Token};
 use crate::ctxt::Ctxt;
 
 /// Every key `#[tool]` accepts, in the order the error message lists them.
-pub(crate) const KEYS: &[&str] = &["name", "label", "description", "sequential", "parallel", "prepare_arguments"];
+pub(crate) const KEYS: &[&str] = &[
+    "name",
+    "label",
+    "description",
+    "sequential",
+    "parallel",
+    "prepare_arguments",
+];
 
 /// `sequential` or `parallel`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -48,24 +55,39 @@ impl ToolArgs {
     fn apply(&mut self, cx: &Ctxt, meta: Meta) {
         let path = meta.path().clone();
         let Some(ident) = path.get_ident() else {
-            cx.error_spanned_by(&path, unknown_key_message(&quote::quote!(#path).to_string()));
+            cx.error_spanned_by(
+                &path,
+                unknown_key_message(&quote::quote!(#path).to_string()),
+            );
             return;
         };
         let key = ident.to_string();
         match key.as_str() {
             "name" => set_once(cx, &mut self.name, &path, string_value(cx, &key, &meta)),
             "label" => set_once(cx, &mut self.label, &path, string_value(cx, &key, &meta)),
-            "description" => set_once(cx, &mut self.description, &path, string_value(cx, &key, &meta)),
+            "description" => set_once(
+                cx,
+                &mut self.description,
+                &path,
+                string_value(cx, &key, &meta),
+            ),
             "prepare_arguments" => {
                 let value = path_value(cx, &meta);
                 set_once(cx, &mut self.prepare_arguments, &path, value);
             }
             "sequential" | "parallel" => {
                 if !matches!(meta, Meta::Path(_)) {
-                    cx.error_spanned_by(&meta, format!("`{key}` is a flag and takes no value: write `#[tool({key})]`"));
+                    cx.error_spanned_by(
+                        &meta,
+                        format!("`{key}` is a flag and takes no value: write `#[tool({key})]`"),
+                    );
                     return;
                 }
-                let mode = if key == "sequential" { Mode::Sequential } else { Mode::Parallel };
+                let mode = if key == "sequential" {
+                    Mode::Sequential
+                } else {
+                    Mode::Parallel
+                };
                 match self.mode {
                     None => self.mode = Some(mode),
                     Some(previous) if previous == mode => {
@@ -83,7 +105,11 @@ impl ToolArgs {
 }
 
 fn unknown_key_message(key: &str) -> String {
-    let list = KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+    let list = KEYS
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let hint = KEYS
         .iter()
         .filter(|k| edit_distance(k, key) <= 2)
@@ -106,14 +132,22 @@ fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, key: &Path, value: Option<T>) {
 fn string_value(cx: &Ctxt, key: &str, meta: &Meta) -> Option<LitStr> {
     match meta {
         Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.clone()),
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => Some(s.clone()),
             other => {
-                cx.error_spanned_by(other, format!("`{key}` expects a string literal: `{key} = \"...\"`"));
+                cx.error_spanned_by(
+                    other,
+                    format!("`{key}` expects a string literal: `{key} = \"...\"`"),
+                );
                 None
             }
         },
         _ => {
-            cx.error_spanned_by(meta, format!("`{key}` expects a string literal: `{key} = \"...\"`"));
+            cx.error_spanned_by(
+                meta,
+                format!("`{key}` expects a string literal: `{key} = \"...\"`"),
+            );
             None
         }
     }
@@ -122,8 +156,12 @@ fn string_value(cx: &Ctxt, key: &str, meta: &Meta) -> Option<LitStr> {
 fn path_value(cx: &Ctxt, meta: &Meta) -> Option<Path> {
     match meta {
         Meta::NameValue(nv) => match &nv.value {
-            Expr::Path(ExprPath { path, qself: None, .. }) => Some(path.clone()),
-            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => match s.parse::<Path>() {
+            Expr::Path(ExprPath {
+                path, qself: None, ..
+            }) => Some(path.clone()),
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => match s.parse::<Path>() {
                 Ok(path) => Some(path),
                 Err(_) => {
                     cx.error_spanned_by(s, "`prepare_arguments` expects the path of a fn, e.g. `prepare_arguments = upgrade_args`");
@@ -150,7 +188,11 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
         }
         previous = current;
     }
@@ -173,15 +215,34 @@ mod tests {
 
     #[test]
     fn accepts_every_key() {
-        assert!(errors(quote!(name = "a", label = "A", description = "d", sequential, prepare_arguments = f)).is_empty());
+        assert!(
+            errors(quote!(
+                name = "a",
+                label = "A",
+                description = "d",
+                sequential,
+                prepare_arguments = f
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
     fn reports_all_problems_at_once() {
-        let found = errors(quote!(lable = "x", label = 5, sequential, parallel, name = "a", name = "b"));
+        let found = errors(quote!(
+            lable = "x",
+            label = 5,
+            sequential,
+            parallel,
+            name = "a",
+            name = "b"
+        ));
         assert_eq!(found.len(), 4, "{found:?}");
         assert!(found[0].starts_with("unknown `#[tool]` argument `lable` (did you mean `label`?)"));
-        assert_eq!(found[1], "`label` expects a string literal: `label = \"...\"`");
+        assert_eq!(
+            found[1],
+            "`label` expects a string literal: `label = \"...\"`"
+        );
         assert!(found[2].starts_with("`sequential` and `parallel` cannot both be set"));
         assert_eq!(found[3], "duplicate `#[tool]` argument `name`");
     }

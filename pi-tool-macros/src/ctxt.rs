@@ -38,7 +38,9 @@ impl Ctxt {
     pub(crate) fn check(self) -> syn::Result<()> {
         let errors = self.errors.borrow_mut().take().unwrap_or_default();
         let mut errors = errors.into_iter();
-        let Some(mut combined) = errors.next() else { return Ok(()) };
+        let Some(mut combined) = errors.next() else {
+            return Ok(());
+        };
         for rest in errors {
             combined.combine(rest);
         }

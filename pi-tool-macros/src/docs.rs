@@ -36,9 +36,13 @@ pub(crate) fn extract(attrs: &[Attribute]) -> Doc {
     let mut exprs = Vec::new();
     let mut all_literal = true;
     for attr in attrs.iter().filter(|attr| is_doc(attr)) {
-        let Meta::NameValue(nv) = &attr.meta else { continue };
+        let Meta::NameValue(nv) = &attr.meta else {
+            continue;
+        };
         match &nv.value {
-            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => {
                 let value = s.value();
                 for line in value.split('\n') {
                     lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());

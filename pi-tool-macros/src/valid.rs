@@ -21,7 +21,10 @@ impl ToolFn {
             cx.error_spanned_by(constness, "`#[tool]` cannot be used on a `const fn`");
         }
         if let Some(unsafety) = &sig.unsafety {
-            cx.error_spanned_by(unsafety, "`#[tool]` cannot be used on an `unsafe fn`: a model decides the arguments");
+            cx.error_spanned_by(
+                unsafety,
+                "`#[tool]` cannot be used on an `unsafe fn`: a model decides the arguments",
+            );
         }
         if let Some(abi) = &sig.abi {
             cx.error_spanned_by(abi, "`#[tool]` cannot be used on an `extern fn`");
@@ -69,7 +72,10 @@ impl ToolFn {
             match &param.kind {
                 ParamKind::Context => {
                     if context_seen {
-                        cx.error_spanned_by(&param.ty, "a `#[tool]` fn takes at most one `ToolContext` parameter");
+                        cx.error_spanned_by(
+                            &param.ty,
+                            "a `#[tool]` fn takes at most one `ToolContext` parameter",
+                        );
                     }
                     context_seen = true;
                 }
@@ -104,7 +110,10 @@ fn owned_suggestion(elem: &Type) -> String {
     let text = elem.to_token_stream().to_string();
     match text.as_str() {
         "str" => "String".into(),
-        _ if text.starts_with('[') => format!("Vec<{}>", text.trim_start_matches('[').trim_end_matches(']').trim()),
+        _ if text.starts_with('[') => format!(
+            "Vec<{}>",
+            text.trim_start_matches('[').trim_end_matches(']').trim()
+        ),
         _ => text,
     }
 }
@@ -118,7 +127,10 @@ fn validate_name(cx: &Ctxt, name: &str, span: Span) {
             span,
             format!("tool name `{name}` is {length} characters long; providers accept at most {MAX_NAME_LEN}"),
         );
-    } else if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+    } else if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
         cx.error_at(
             span,
             format!("tool name `{name}` contains `{bad}`; names may only use ASCII letters, digits, `_` and `-`"),

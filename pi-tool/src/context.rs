@@ -174,7 +174,9 @@ impl StateMap {
 
 impl fmt::Debug for StateMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.values.values().map(|(name, _)| name)).finish()
+        f.debug_set()
+            .entries(self.values.values().map(|(name, _)| name))
+            .finish()
     }
 }
 

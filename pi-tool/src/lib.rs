@@ -39,7 +39,7 @@ pub use validate::{ArgumentValidator, validate_arguments, validate_owned};
 pub use pi_tool_macros::tool;
 pub use tokio_util::sync::CancellationToken;
 
-/// The JSON library tools speak, re-exported so tool crates need no direct dependency.
-pub use serde_json;
 /// The JSON Schema library parameter types derive, re-exported for hand-written argument types.
 pub use schemars;
+/// The JSON library tools speak, re-exported so tool crates need no direct dependency.
+pub use serde_json;

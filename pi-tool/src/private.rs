@@ -59,7 +59,10 @@ impl fmt::Debug for ToolStatics {
 }
 
 /// Deserializes validated arguments into the generated parameter struct.
-pub fn parse_params<P: DeserializeOwned>(tool_name: &str, arguments: Value) -> Result<P, ToolError> {
+pub fn parse_params<P: DeserializeOwned>(
+    tool_name: &str,
+    arguments: Value,
+) -> Result<P, ToolError> {
     serde_json::from_value(arguments)
         .map_err(|err| ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}")))
 }

@@ -70,9 +70,13 @@ impl ToolRegistry {
     /// Two definitions with one name are an error naming both. A crate that only defines tools
     /// must be named by the final binary (`use my_tools as _;`) or the linker drops it.
     pub fn discover() -> Result<Self, RegistryError> {
-        let mut registrations: Vec<&ToolRegistration> = inventory::iter::<ToolRegistration>.into_iter().collect();
+        let mut registrations: Vec<&ToolRegistration> =
+            inventory::iter::<ToolRegistration>.into_iter().collect();
         registrations.sort_by(|a, b| a.name.cmp(b.name).then(a.location.cmp(b.location)));
-        if let Some(pair) = registrations.windows(2).find(|pair| pair[0].name == pair[1].name) {
+        if let Some(pair) = registrations
+            .windows(2)
+            .find(|pair| pair[0].name == pair[1].name)
+        {
             return Err(RegistryError::DuplicateName {
                 name: pair[0].name.to_owned(),
                 first: pair[0].describe(),
@@ -161,10 +165,13 @@ impl ToolRegistry {
         let mut tools = BTreeMap::new();
         for name in names {
             let name = name.as_ref();
-            let tool = self.tools.get(name).ok_or_else(|| RegistryError::UnknownTool {
-                name: name.to_owned(),
-                suggestion: did_you_mean(name, self.names()),
-            })?;
+            let tool = self
+                .tools
+                .get(name)
+                .ok_or_else(|| RegistryError::UnknownTool {
+                    name: name.to_owned(),
+                    suggestion: did_you_mean(name, self.names()),
+                })?;
             tools.insert(name.to_owned(), Arc::clone(tool));
         }
         Ok(ToolRegistry {

@@ -43,7 +43,8 @@ impl ToolResult<Value> {
 
     /// An error result with one text block and `{}` details, as the loop builds for every failure.
     pub fn error(text: impl Into<String>) -> Self {
-        let mut result = ToolResult::new(vec![Content::text(text)], Value::Object(Default::default()));
+        let mut result =
+            ToolResult::new(vec![Content::text(text)], Value::Object(Default::default()));
         result.is_error = true;
         result
     }
@@ -90,7 +91,8 @@ impl<D> ToolResult<D> {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.added_tool_names.extend(names.into_iter().map(Into::into));
+        self.added_tool_names
+            .extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -110,8 +112,9 @@ impl<D> ToolResult<D> {
 impl<D: Serialize> ToolResult<D> {
     /// Turns typed details into JSON details.
     pub fn into_value(self) -> Result<ToolResult<Value>, ToolError> {
-        let details = serde_json::to_value(&self.details)
-            .map_err(|err| ToolError::new(format!("could not serialize the tool's details: {err}")))?;
+        let details = serde_json::to_value(&self.details).map_err(|err| {
+            ToolError::new(format!("could not serialize the tool's details: {err}"))
+        })?;
         Ok(ToolResult {
             content: self.content,
             details,
@@ -184,8 +187,9 @@ impl<D: Serialize> IntoToolResult for ToolResult<D> {
 
 impl<T: Serialize> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> Result<ToolResult, ToolError> {
-        let details = serde_json::to_value(&self.0)
-            .map_err(|err| ToolError::new(format!("could not serialize the tool's output: {err}")))?;
+        let details = serde_json::to_value(&self.0).map_err(|err| {
+            ToolError::new(format!("could not serialize the tool's output: {err}"))
+        })?;
         let text = details.to_string();
         Ok(ToolResult::new(vec![Content::Text { text }], details))
     }

@@ -23,14 +23,16 @@ where
 ///
 /// A panicking shim is reported as an error, like any other failure of this step.
 pub fn prepare_call(tool: &dyn AgentTool, raw_arguments: &Value) -> Result<Value, ToolError> {
-    let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| tool.prepare_arguments(raw_arguments.clone())))
-        .unwrap_or_else(|panic| {
-            Err(ToolError::new(format!(
-                "Tool {} panicked while preparing arguments: {}",
-                tool.spec().name,
-                panic_message(&*panic)
-            )))
-        })?;
+    let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        tool.prepare_arguments(raw_arguments.clone())
+    }))
+    .unwrap_or_else(|panic| {
+        Err(ToolError::new(format!(
+            "Tool {} panicked while preparing arguments: {}",
+            tool.spec().name,
+            panic_message(&*panic)
+        )))
+    })?;
     validate_owned(tool, prepared)
 }
 
@@ -38,7 +40,8 @@ pub fn prepare_call(tool: &dyn AgentTool, raw_arguments: &Value) -> Result<Value
 /// error result with the error's text, a panic `Tool <name> panicked: <message>`. A result the
 /// tool returns with `is_error` set stays an error. Updates sent after this returns are ignored.
 pub async fn execute_call(tool: &dyn AgentTool, arguments: Value, ctx: ToolContext) -> ToolResult {
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(arguments, ctx.clone())));
+    let started =
+        std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(arguments, ctx.clone())));
     let outcome = match started {
         Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
         Err(panic) => Err(panic),
@@ -47,7 +50,11 @@ pub async fn execute_call(tool: &dyn AgentTool, arguments: Value, ctx: ToolConte
     match outcome {
         Ok(Ok(result)) => result,
         Ok(Err(err)) => ToolResult::error(err.message()),
-        Err(panic) => ToolResult::error(format!("Tool {} panicked: {}", tool.spec().name, panic_message(&*panic))),
+        Err(panic) => ToolResult::error(format!(
+            "Tool {} panicked: {}",
+            tool.spec().name,
+            panic_message(&*panic)
+        )),
     }
 }
 

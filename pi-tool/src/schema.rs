@@ -34,6 +34,12 @@ pub fn provider_neutral(schema: Value) -> Value {
     root.remove("$schema");
     root.remove("title");
     root.remove("description");
+    // Some providers reject an object schema without `properties` (a tool with no arguments).
+    if root.get("type").and_then(Value::as_str) == Some("object")
+        && !root.contains_key("properties")
+    {
+        root.insert("properties".into(), Value::Object(Map::new()));
+    }
     let defs = match root.remove("$defs") {
         Some(Value::Object(defs)) => defs,
         Some(other) => {
@@ -132,7 +138,9 @@ impl Inliner<'_> {
                 let map = map.into_iter().map(|(k, v)| (k, self.rewrite(v))).collect();
                 Value::Object(map)
             }
-            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.rewrite(v)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.rewrite(v)).collect())
+            }
             other => other,
         }
     }
@@ -149,7 +157,10 @@ impl Inliner<'_> {
 
     /// The inlined definition with the `$ref`'s siblings (a field's description) laid over it.
     fn merge(&mut self, def: Value, siblings: Map<String, Value>) -> Value {
-        let siblings: Map<String, Value> = siblings.into_iter().map(|(k, v)| (k, self.rewrite(v))).collect();
+        let siblings: Map<String, Value> = siblings
+            .into_iter()
+            .map(|(k, v)| (k, self.rewrite(v)))
+            .collect();
         match def {
             Value::Object(mut def) => {
                 def.extend(siblings);

@@ -16,7 +16,9 @@ where
         let longest = lowered.chars().count().max(other.chars().count());
         let close = distance <= 1
             || distance * 3 <= longest
-            || (lowered.len() >= 3 && other.len() >= 3 && (other.contains(&lowered) || lowered.contains(&other)));
+            || (lowered.len() >= 3
+                && other.len() >= 3
+                && (other.contains(&lowered) || lowered.contains(&other)));
         if close && best.is_none_or(|(d, _)| distance < d) {
             best = Some((distance, candidate));
         }

@@ -65,5 +65,9 @@ pub trait AgentTool: Send + Sync + 'static {
 
     /// Runs the tool with validated arguments. Failing (an `Err`, or a panic) becomes an error
     /// result for the model; it never stops the agent.
-    fn execute(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>>;
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>>;
 }

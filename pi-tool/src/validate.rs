@@ -97,7 +97,11 @@ impl ArgumentValidator {
         for problem in problems {
             let _ = writeln!(text, "  - {}: {}", problem.path, problem.message);
         }
-        let _ = write!(text, "\nReceived arguments:\n{}", report::received(received));
+        let _ = write!(
+            text,
+            "\nReceived arguments:\n{}",
+            report::received(received)
+        );
         ToolError::new(text)
     }
 }
@@ -134,9 +138,14 @@ type Cache = Mutex<HashMap<String, Vec<(Value, Arc<ArgumentValidator>)>>>;
 fn cached_validator(spec: &ToolSpec) -> Arc<ArgumentValidator> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let entries = cache.entry(spec.name.clone()).or_default();
-    if let Some((_, validator)) = entries.iter().find(|(schema, _)| *schema == spec.parameters) {
+    if let Some((_, validator)) = entries
+        .iter()
+        .find(|(schema, _)| *schema == spec.parameters)
+    {
         return Arc::clone(validator);
     }
     let validator = Arc::new(ArgumentValidator::new(spec));

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::ValidationError;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
 use super::shape::Shape;
@@ -22,7 +22,10 @@ pub(crate) struct Problem {
     pub(crate) message: String,
 }
 
-pub(crate) fn problems<'a>(errors: impl Iterator<Item = ValidationError<'a>>, shape: &Shape) -> Vec<Problem> {
+pub(crate) fn problems<'a>(
+    errors: impl Iterator<Item = ValidationError<'a>>,
+    shape: &Shape,
+) -> Vec<Problem> {
     let mut out = Vec::new();
     for error in errors {
         describe(&error, shape, &mut out);
@@ -44,7 +47,11 @@ fn segments(pointer: &str) -> Vec<String> {
 }
 
 fn dotted(segments: &[String]) -> String {
-    if segments.is_empty() { "root".to_owned() } else { segments.join(".") }
+    if segments.is_empty() {
+        "root".to_owned()
+    } else {
+        segments.join(".")
+    }
 }
 
 fn joined(base: &[String], last: &str) -> String {
@@ -59,7 +66,9 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
     let mut push = |path: String, message: String| out.push(Problem { path, message });
     match error.kind() {
         ValidationErrorKind::Required { property } => {
-            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
             push(joined(&base, &name), "missing required property".into());
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
@@ -70,7 +79,8 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
                     Some(node) => {
                         let suggestion = did_you_mean(name, node.property_names());
                         if suggestion.is_empty() && !node.properties.is_empty() {
-                            let allowed: Vec<String> = node.property_names().map(|n| format!("\"{n}\"")).collect();
+                            let allowed: Vec<String> =
+                                node.property_names().map(|n| format!("\"{n}\"")).collect();
                             format!(" (allowed: {})", allowed.join(", "))
                         } else {
                             suggestion
@@ -82,67 +92,150 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
             }
         }
         ValidationErrorKind::Type { kind } => {
-            push(dotted(&base), format!("expected {}; got {got}", type_names(kind)));
+            push(
+                dotted(&base),
+                format!("expected {}; got {got}", type_names(kind)),
+            );
         }
         ValidationErrorKind::Enum { options } => {
-            push(dotted(&base), format!("expected one of {}; got {got}", list_values(options)));
+            push(
+                dotted(&base),
+                format!("expected one of {}; got {got}", list_values(options)),
+            );
         }
         ValidationErrorKind::Constant { expected_value } => {
-            push(dotted(&base), format!("expected {}; got {got}", render(expected_value)));
+            push(
+                dotted(&base),
+                format!("expected {}; got {got}", render(expected_value)),
+            );
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
-            if let Some(alternatives) = simple_alternatives(context, error.instance_path().as_str()) {
-                push(dotted(&base), format!("expected one of {}; got {got}", alternatives.join(", ")));
-            } else if let Some(best) = context.iter().filter(|branch| !branch.is_empty()).min_by_key(|b| b.len()) {
+            if let Some(alternatives) = simple_alternatives(context, error.instance_path().as_str())
+            {
+                push(
+                    dotted(&base),
+                    format!("expected one of {}; got {got}", alternatives.join(", ")),
+                );
+            } else if let Some(best) = context
+                .iter()
+                .filter(|branch| !branch.is_empty())
+                .min_by_key(|b| b.len())
+            {
                 for inner in best {
                     describe(inner, shape, out);
                 }
             } else {
-                push(dotted(&base), format!("does not match any allowed form; got {got}"));
+                push(
+                    dotted(&base),
+                    format!("does not match any allowed form; got {got}"),
+                );
             }
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => {
-            push(dotted(&base), "matches more than one allowed form; add the fields that tell them apart".into());
+            push(
+                dotted(&base),
+                "matches more than one allowed form; add the fields that tell them apart".into(),
+            );
         }
-        ValidationErrorKind::Minimum { limit } => push(dotted(&base), format!("expected at least {limit}; got {got}")),
-        ValidationErrorKind::Maximum { limit } => push(dotted(&base), format!("expected at most {limit}; got {got}")),
+        ValidationErrorKind::Minimum { limit } => push(
+            dotted(&base),
+            format!("expected at least {limit}; got {got}"),
+        ),
+        ValidationErrorKind::Maximum { limit } => push(
+            dotted(&base),
+            format!("expected at most {limit}; got {got}"),
+        ),
         ValidationErrorKind::ExclusiveMinimum { limit } => {
-            push(dotted(&base), format!("expected more than {limit}; got {got}"));
+            push(
+                dotted(&base),
+                format!("expected more than {limit}; got {got}"),
+            );
         }
         ValidationErrorKind::ExclusiveMaximum { limit } => {
-            push(dotted(&base), format!("expected less than {limit}; got {got}"));
+            push(
+                dotted(&base),
+                format!("expected less than {limit}; got {got}"),
+            );
         }
         ValidationErrorKind::MinLength { limit } => {
-            push(dotted(&base), format!("expected at least {limit} character{}; got {got}", plural(*limit)));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at least {limit} character{}; got {got}",
+                    plural(*limit)
+                ),
+            );
         }
         ValidationErrorKind::MaxLength { limit } => {
             let length = error.instance().as_str().map_or(0, |s| s.chars().count());
-            push(dotted(&base), format!("expected at most {limit} character{}; got {length}", plural(*limit)));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at most {limit} character{}; got {length}",
+                    plural(*limit)
+                ),
+            );
         }
         ValidationErrorKind::MinItems { limit } => {
             let count = error.instance().as_array().map_or(0, Vec::len);
-            push(dotted(&base), format!("expected at least {limit} item{}; got {count}", plural(*limit)));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at least {limit} item{}; got {count}",
+                    plural(*limit)
+                ),
+            );
         }
         ValidationErrorKind::MaxItems { limit } => {
             let count = error.instance().as_array().map_or(0, Vec::len);
-            push(dotted(&base), format!("expected at most {limit} item{}; got {count}", plural(*limit)));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at most {limit} item{}; got {count}",
+                    plural(*limit)
+                ),
+            );
         }
         ValidationErrorKind::MinProperties { limit } => {
-            push(dotted(&base), format!("expected at least {limit} propert{}", if *limit == 1 { "y" } else { "ies" }));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at least {limit} propert{}",
+                    if *limit == 1 { "y" } else { "ies" }
+                ),
+            );
         }
         ValidationErrorKind::MaxProperties { limit } => {
-            push(dotted(&base), format!("expected at most {limit} propert{}", if *limit == 1 { "y" } else { "ies" }));
+            push(
+                dotted(&base),
+                format!(
+                    "expected at most {limit} propert{}",
+                    if *limit == 1 { "y" } else { "ies" }
+                ),
+            );
         }
         ValidationErrorKind::Pattern { pattern } => {
-            push(dotted(&base), format!("expected a string matching `{pattern}`; got {got}"));
+            push(
+                dotted(&base),
+                format!("expected a string matching `{pattern}`; got {got}"),
+            );
         }
         ValidationErrorKind::Format { format } => {
-            push(dotted(&base), format!("expected a valid {format}; got {got}"));
+            push(
+                dotted(&base),
+                format!("expected a valid {format}; got {got}"),
+            );
         }
         ValidationErrorKind::MultipleOf { multiple_of, .. } => {
-            push(dotted(&base), format!("expected a multiple of {multiple_of}; got {got}"));
+            push(
+                dotted(&base),
+                format!("expected a multiple of {multiple_of}; got {got}"),
+            );
         }
-        ValidationErrorKind::UniqueItems => push(dotted(&base), "expected unique items; got duplicates".into()),
+        ValidationErrorKind::UniqueItems => push(
+            dotted(&base),
+            "expected unique items; got duplicates".into(),
+        ),
         ValidationErrorKind::FalseSchema => push(dotted(&base), "no value is allowed here".into()),
         _ => push(dotted(&base), error.to_string()),
     }
@@ -156,16 +249,26 @@ fn plural(n: u64) -> &'static str {
 fn simple_alternatives(context: &[Vec<ValidationError<'static>>], at: &str) -> Option<Vec<String>> {
     let mut alternatives = Vec::new();
     for branch in context {
-        let [only] = branch.as_slice() else { return None };
+        let [only] = branch.as_slice() else {
+            return None;
+        };
         if only.instance_path().as_str() != at {
             return None;
         }
         match only.kind() {
             // `null` means "absent" for an optional argument: not worth offering.
-            ValidationErrorKind::Type { kind: TypeKind::Single(single) } if single.to_string() == "null" => {}
+            ValidationErrorKind::Type {
+                kind: TypeKind::Single(single),
+            } if single.to_string() == "null" => {}
             ValidationErrorKind::Type { kind } => alternatives.push(type_names(kind)),
             ValidationErrorKind::Enum { options } => alternatives.push(list_values(options)),
-            ValidationErrorKind::Constant { expected_value } => alternatives.push(render(expected_value)),
+            ValidationErrorKind::Constant { expected_value } => {
+                alternatives.push(render(expected_value))
+            }
+            ValidationErrorKind::AnyOf { context }
+            | ValidationErrorKind::OneOfNotValid { context } => {
+                alternatives.extend(simple_alternatives(context, at)?);
+            }
             _ => return None,
         }
     }
@@ -198,7 +301,11 @@ pub(crate) fn render(value: &Value) -> String {
     match value {
         Value::String(s) => {
             let head: String = s.chars().take(MAX_VALUE_CHARS - 10).collect();
-            format!("\"{}…\" ({} characters)", head.escape_debug(), s.chars().count())
+            format!(
+                "\"{}…\" ({} characters)",
+                head.escape_debug(),
+                s.chars().count()
+            )
         }
         Value::Array(items) => format!("an array of {} items", items.len()),
         Value::Object(map) => format!("an object with {} properties", map.len()),
@@ -206,9 +313,17 @@ pub(crate) fn render(value: &Value) -> String {
     }
 }
 
-/// The `Received arguments` block: 2-space-indented JSON, cut after [`MAX_RECEIVED_CHARS`].
+/// The `Received arguments` block: 2-space-indented JSON. A huge argument is not echoed back in
+/// full: long strings and arrays are shortened first, and the block is cut after
+/// [`MAX_RECEIVED_CHARS`].
 pub(crate) fn received(arguments: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string());
+    let pretty =
+        |value: &Value| serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let mut text = pretty(arguments);
+    if text.len() <= MAX_RECEIVED_CHARS {
+        return text;
+    }
+    text = pretty(&shorten(arguments));
     if text.len() > MAX_RECEIVED_CHARS {
         let mut cut = MAX_RECEIVED_CHARS;
         while !text.is_char_boundary(cut) {
@@ -219,4 +334,35 @@ pub(crate) fn received(arguments: &Value) -> String {
         let _ = write!(text, "\n… ({rest} more bytes not shown)");
     }
     text
+}
+
+/// Longest string and array kept whole in the `Received arguments` block of a huge argument.
+const SHORTEN_STRING_CHARS: usize = 200;
+const SHORTEN_ARRAY_ITEMS: usize = 20;
+
+fn shorten(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.chars().count() > SHORTEN_STRING_CHARS => {
+            let head: String = s.chars().take(SHORTEN_STRING_CHARS).collect();
+            Value::String(format!("{head}… ({} characters)", s.chars().count()))
+        }
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items
+                .iter()
+                .take(SHORTEN_ARRAY_ITEMS)
+                .map(shorten)
+                .collect();
+            if items.len() > SHORTEN_ARRAY_ITEMS {
+                kept.push(Value::String(format!(
+                    "… ({} more items)",
+                    items.len() - SHORTEN_ARRAY_ITEMS
+                )));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shorten(v))).collect())
+        }
+        other => other.clone(),
+    }
 }

@@ -64,7 +64,10 @@ pub(crate) struct Node {
 
 impl Node {
     pub(crate) fn property(&self, name: &str) -> Option<usize> {
-        self.properties.iter().find(|(key, _)| key == name).map(|&(_, node)| node)
+        self.properties
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|&(_, node)| node)
     }
 
     pub(crate) fn property_names(&self) -> impl Iterator<Item = &str> {
@@ -88,7 +91,9 @@ impl Shape {
         };
         let root = builder.build(schema);
         debug_assert_eq!(root, 0);
-        Shape { nodes: builder.finish() }
+        Shape {
+            nodes: builder.finish(),
+        }
     }
 
     /// The node at a path of property names and array indices, if the schema describes it.
@@ -131,14 +136,20 @@ impl Shape {
         }
     }
 
-    fn normalize_object(&self, node: &Node, map: &Map<String, Value>) -> Option<Map<String, Value>> {
+    fn normalize_object(
+        &self,
+        node: &Node,
+        map: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
         let mut changes: Vec<(&String, Option<Value>)> = Vec::new();
         for (key, value) in map {
             if value.is_null() && !node.required.iter().any(|r| r == key) {
                 changes.push((key, None));
                 continue;
             }
-            let Some(child) = node.property(key).or(node.additional) else { continue };
+            let Some(child) = node.property(key).or(node.additional) else {
+                continue;
+            };
             if let Some(new) = self.normalize_at(child, value) {
                 changes.push((key, Some(new)));
             }
@@ -178,13 +189,17 @@ fn coerce_scalar(types: Types, value: &Value) -> Option<Value> {
             if types.has(found) || (found == Types::INTEGER && accepts_number) {
                 return None;
             }
-            types.has(Types::STRING).then(|| Value::String(n.to_string()))
+            types
+                .has(Types::STRING)
+                .then(|| Value::String(n.to_string()))
         }
         Value::Bool(b) => {
             if types.has(Types::BOOLEAN) {
                 return None;
             }
-            types.has(Types::STRING).then(|| Value::String(b.to_string()))
+            types
+                .has(Types::STRING)
+                .then(|| Value::String(b.to_string()))
         }
         Value::String(s) => {
             if types.has(Types::STRING) {
@@ -228,7 +243,10 @@ fn parse_number(text: &str, allow_float: bool) -> Option<Value> {
     }
     let float = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
     // Reject forms Rust parses but JSON would not send as numbers ("inf" is filtered above).
-    if !text.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')) {
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+    {
         return None;
     }
     if let Some(int) = integral(float) {
@@ -270,7 +288,9 @@ impl<'a> Builder<'a> {
     /// Builds the node of `schema` and returns its index.
     fn build(&mut self, schema: &'a Value) -> usize {
         let index = self.alloc();
-        let Value::Object(map) = schema else { return index };
+        let Value::Object(map) = schema else {
+            return index;
+        };
         if let Some(target) = map.get("$ref").and_then(Value::as_str) {
             if let Some(def) = self.definition(target) {
                 self.merges.push((index, def));
@@ -364,7 +384,13 @@ impl<'a> Builder<'a> {
             source.additional,
         );
         let node = &mut self.nodes[into];
-        let before = (node.types.0, node.properties.len(), node.required.len(), node.items, node.additional);
+        let before = (
+            node.types.0,
+            node.properties.len(),
+            node.required.len(),
+            node.items,
+            node.additional,
+        );
         node.types.0 |= types.0;
         for (name, child) in properties {
             if node.property(&name).is_none() {
@@ -378,6 +404,13 @@ impl<'a> Builder<'a> {
         }
         node.items = node.items.or(items);
         node.additional = node.additional.or(additional);
-        before != (node.types.0, node.properties.len(), node.required.len(), node.items, node.additional)
+        before
+            != (
+                node.types.0,
+                node.properties.len(),
+                node.required.len(),
+                node.items,
+                node.additional,
+            )
     }
 }

@@ -13,7 +13,7 @@ pub(crate) enum ParamKind {
     /// The call's `ToolContext`, injected.
     Context,
     /// Shared state `State<T>`, injected; holds `T`.
-    State(Type),
+    State(Box<Type>),
 }
 
 pub(crate) struct Param {
@@ -45,10 +45,10 @@ impl ToolFn {
             let (field_attrs, kept) = split_attrs(cx, std::mem::take(&mut pat_type.attrs));
             pat_type.attrs = kept;
             let kind = classify(&pat_type.ty);
-            if !matches!(kind, ParamKind::Argument) {
-                if let Some(attr) = field_attrs.iter().find(|a| !docs::is_doc(a)) {
-                    cx.error_spanned_by(attr, "injected parameters (`ToolContext`, `State<T>`) are not part of the schema and take no `#[serde]` or `#[schemars]` attributes");
-                }
+            if !matches!(kind, ParamKind::Argument)
+                && let Some(attr) = field_attrs.iter().find(|a| !docs::is_doc(a))
+            {
+                cx.error_spanned_by(attr, "injected parameters (`ToolContext`, `State<T>`) are not part of the schema and take no `#[serde]` or `#[schemars]` attributes");
             }
             let Pat::Ident(pat_ident) = &*pat_type.pat else {
                 cx.error_spanned_by(&pat_type.pat, "`#[tool]` parameters must be plain names, e.g. `city: String`; destructure inside the body instead");
@@ -120,13 +120,11 @@ fn classify(ty: &Type) -> ParamKind {
     if last.ident == "ToolContext" && last.arguments.is_empty() {
         return ParamKind::Context;
     }
-    if last.ident == "State" {
-        if let PathArguments::AngleBracketed(args) = &last.arguments {
-            if let [GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice()
-            {
-                return ParamKind::State(inner.clone());
-            }
-        }
+    if last.ident == "State"
+        && let PathArguments::AngleBracketed(args) = &last.arguments
+        && let [GenericArgument::Type(inner)] = args.args.iter().collect::<Vec<_>>().as_slice()
+    {
+        return ParamKind::State(Box::new(inner.clone()));
     }
     ParamKind::Argument
 }

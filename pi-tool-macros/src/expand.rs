@@ -107,7 +107,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             ParamKind::State(inner) => {
                 let binding = format_ident!("__state{}", index);
                 bindings.push(quote_spanned! {inner.span()=>
-                    let #binding = match ::pi_tool::State::<#inner>::from_context(&__ctx) {
+                    let #binding = match ::pi_tool::__private::extract_state::<#inner>(&__ctx) {
                         ::core::result::Result::Ok(state) => state,
                         ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
                     };
@@ -226,6 +226,10 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
 fn fallback(tool_fn: &ToolFn, err: syn::Error) -> TokenStream {
     let item = &tool_fn.item;
     let error = err.to_compile_error();
+    if item.sig.receiver().is_some() {
+        // A method sits in an `impl` block, where no struct can be declared.
+        return quote!(#error #item);
+    }
     let (_, tool_ident) = type_idents(item);
     let vis: &Visibility = &item.vis;
     let doc = " Stand-in emitted because `#[tool]` reported an error.";

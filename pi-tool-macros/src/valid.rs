@@ -48,11 +48,6 @@ impl ToolFn {
         }
         self.validate_params(cx);
         validate_name(cx, name, name_span);
-        if let Some(label) = &args.label {
-            if label.value().trim().is_empty() {
-                cx.error_spanned_by(label, "`label` cannot be empty");
-            }
-        }
         match &args.description {
             Some(description) if description.value().trim().is_empty() => {
                 cx.error_spanned_by(description, "`description` cannot be empty: a model needs it to know when to call the tool");
@@ -63,6 +58,11 @@ impl ToolFn {
                 "`#[tool]` needs a description: add a `///` doc comment to the fn, or `description = \"...\"`",
             ),
             None => {}
+        }
+        if let Some(label) = &args.label
+            && label.value().trim().is_empty()
+        {
+            cx.error_spanned_by(label, "`label` cannot be empty");
         }
     }
 

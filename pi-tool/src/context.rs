@@ -116,12 +116,15 @@ impl fmt::Debug for ToolContext {
     }
 }
 
+/// A stored value with its type's name (for `Debug`).
+type StateEntry = (&'static str, Arc<dyn Any + Send + Sync>);
+
 /// Typed shared state, one value per type, handed to every call (databases, clients, config).
 ///
 /// Cloning is cheap: the map is shared and copied only when a clone is modified.
 #[derive(Clone, Default)]
 pub struct StateMap {
-    values: Arc<HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>>,
+    values: Arc<HashMap<TypeId, StateEntry>>,
 }
 
 impl StateMap {
@@ -214,7 +217,17 @@ impl<T: ?Sized> State<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> State<T> {
+/// What shared state must be: `Send + Sync + 'static`, so any worker thread can use it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be shared state: it must be `Send + Sync + 'static`",
+    label = "not `Send + Sync + 'static`",
+    note = "tools run on any worker thread; wrap the value in a `Mutex` or use `Arc` instead of `Rc`"
+)]
+pub trait SharedState: Send + Sync + 'static {}
+
+impl<T: Send + Sync + 'static> SharedState for T {}
+
+impl<T: SharedState> State<T> {
     /// Takes the `T` out of a call's context.
     pub fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
         ctx.state().get::<T>().map(State).ok_or_else(|| {

@@ -26,7 +26,7 @@ pub mod __private {
 }
 
 pub use content::{Content, Cost, Usage};
-pub use context::{State, StateMap, ToolContext, UpdateSink};
+pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, ToolResult};

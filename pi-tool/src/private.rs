@@ -58,6 +58,14 @@ impl fmt::Debug for ToolStatics {
     }
 }
 
+/// Takes a `State<T>` parameter's value out of the call's context; the bound reports a
+/// non-`Send` state type on the user's type.
+pub fn extract_state<T: crate::SharedState>(
+    ctx: &crate::ToolContext,
+) -> Result<crate::State<T>, ToolError> {
+    crate::State::from_context(ctx)
+}
+
 /// Deserializes validated arguments into the generated parameter struct.
 pub fn parse_params<P: DeserializeOwned>(
     tool_name: &str,

@@ -107,10 +107,10 @@ fn recursive_defs(defs: &Map<String, Value>) -> HashSet<String> {
                 recursive.insert(start.clone());
                 break;
             }
-            if seen.insert(next) {
-                if let Some(more) = edges.get(next) {
-                    stack.extend(more.iter().map(String::as_str));
-                }
+            if seen.insert(next)
+                && let Some(more) = edges.get(next)
+            {
+                stack.extend(more.iter().map(String::as_str));
             }
         }
     }
@@ -127,13 +127,12 @@ impl Inliner<'_> {
     fn rewrite(&mut self, value: Value) -> Value {
         match value {
             Value::Object(mut map) => {
-                if let Some(name) = ref_target(&map) {
-                    if !self.recursive.contains(&name) {
-                        if let Some(def) = self.inlined(&name) {
-                            map.remove("$ref");
-                            return self.merge(def, map);
-                        }
-                    }
+                if let Some(name) = ref_target(&map)
+                    && !self.recursive.contains(&name)
+                    && let Some(def) = self.inlined(&name)
+                {
+                    map.remove("$ref");
+                    return self.merge(def, map);
                 }
                 let map = map.into_iter().map(|(k, v)| (k, self.rewrite(v))).collect();
                 Value::Object(map)

@@ -5,7 +5,7 @@ use pi_tool::{RegistryError, ToolRegistry};
 mod first {
     /// Search the web.
     #[pi_tool::tool]
-    pub async fn search(query: String) -> String {
+    pub(crate) async fn search(query: String) -> String {
         query
     }
 }
@@ -13,7 +13,7 @@ mod first {
 mod second {
     /// Search the files.
     #[pi_tool::tool(name = "search")]
-    pub async fn search_files(query: String) -> String {
+    pub(crate) async fn search_files(query: String) -> String {
         query
     }
 }

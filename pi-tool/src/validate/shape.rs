@@ -206,10 +206,8 @@ fn coerce_scalar(types: Types, value: &Value) -> Option<Value> {
                 return None;
             }
             let trimmed = s.trim();
-            if accepts_integer {
-                if let Some(number) = parse_number(trimmed, accepts_number) {
-                    return Some(number);
-                }
+            if accepts_integer && let Some(number) = parse_number(trimmed, accepts_number) {
+                return Some(number);
             }
             if types.has(Types::BOOLEAN) {
                 if trimmed.eq_ignore_ascii_case("true") {
@@ -291,10 +289,10 @@ impl<'a> Builder<'a> {
         let Value::Object(map) = schema else {
             return index;
         };
-        if let Some(target) = map.get("$ref").and_then(Value::as_str) {
-            if let Some(def) = self.definition(target) {
-                self.merges.push((index, def));
-            }
+        if let Some(target) = map.get("$ref").and_then(Value::as_str)
+            && let Some(def) = self.definition(target)
+        {
+            self.merges.push((index, def));
         }
         let mut types = 0;
         match map.get("type") {

@@ -1,0 +1,8 @@
+use pi_tool::tool;
+
+#[tool]
+async fn mystery(x: String) -> String {
+    x
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use pi_tool::tool;
+
+/// Not a function.
+#[tool]
+struct Weather;
+
+fn main() {}

@@ -1,0 +1,14 @@
+use pi_tool::tool;
+
+#[derive(serde::Deserialize)]
+struct Point {
+    x: f64,
+}
+
+/// Plot a point.
+#[tool]
+async fn plot(point: Point) -> String {
+    point.x.to_string()
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use pi_tool::tool;
+
+/// Greet someone.
+#[tool(lable = "Greeter")]
+async fn greet(name: String) -> String {
+    name
+}
+
+/// Greet someone else.
+#[tool(timeout = "5s")]
+async fn greet_again(name: String) -> String {
+    name
+}
+
+fn main() {}

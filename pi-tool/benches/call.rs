@@ -1,8 +1,10 @@
-//! Benchmarks of pi-tool.
 //! Cost of one call through the single-call runner, and proof that the schema and the compiled
 //! validator are paid once per tool, not per call.
 //!
 //! Run: `cargo bench -p pi-tool --bench call`
+
+// criterion_group! generates an undocumented `pub fn benches`.
+#![allow(missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;

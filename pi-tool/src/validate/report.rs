@@ -8,7 +8,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
 use super::shape::Shape;
-use crate::suggest::did_you_mean;
+use crate::suggest::{closest, did_you_mean};
 
 /// Longest rendering of a received value inside a message before it is shortened.
 const MAX_VALUE_CHARS: usize = 60;
@@ -69,7 +69,20 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
             let name = property
                 .as_str()
                 .map_or_else(|| property.to_string(), str::to_owned);
-            push(joined(&base, &name), "missing required property".into());
+            // A close unknown key is likely the same property misspelled: say so (unless the
+            // schema forbids unknown keys, which are then reported with a suggestion anyway).
+            let known = shape.at_path(base.iter().map(String::as_str)).filter(|node| !node.closed);
+            let unknown_keys = error
+                .instance()
+                .as_object()
+                .into_iter()
+                .flat_map(|map| map.keys())
+                .filter(|key| known.is_some_and(|node| node.property(key).is_none()));
+            let hint = match closest(&name, unknown_keys.map(String::as_str)) {
+                Some(key) => format!(" (got \"{key}\"; is it misspelled?)"),
+                None => String::new(),
+            };
+            push(joined(&base, &name), format!("missing required property{hint}"));
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
         | ValidationErrorKind::UnevaluatedProperties { unexpected } => {

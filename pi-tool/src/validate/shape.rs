@@ -60,6 +60,8 @@ pub(crate) struct Node {
     pub(crate) required: Vec<String>,
     pub(crate) items: Option<usize>,
     pub(crate) additional: Option<usize>,
+    /// `additionalProperties: false`: unknown keys are reported on their own.
+    pub(crate) closed: bool,
 }
 
 impl Node {
@@ -326,6 +328,9 @@ impl<'a> Builder<'a> {
             let child = self.build(items);
             self.nodes[index].items = Some(child);
         }
+        if map.get("additionalProperties") == Some(&Value::Bool(false)) {
+            self.nodes[index].closed = true;
+        }
         if let Some(additional @ Value::Object(_)) = map.get("additionalProperties") {
             let child = self.build(additional);
             self.nodes[index].additional = Some(child);
@@ -374,15 +379,17 @@ impl<'a> Builder<'a> {
 
     fn merge(&mut self, into: usize, from: usize) -> bool {
         let source = &self.nodes[from];
-        let (types, properties, required, items, additional) = (
+        let (types, properties, required, items, additional, closed) = (
             source.types,
             source.properties.clone(),
             source.required.clone(),
             source.items,
             source.additional,
+            source.closed,
         );
         let node = &mut self.nodes[into];
         let before = (
+            node.closed,
             node.types.0,
             node.properties.len(),
             node.required.len(),
@@ -402,8 +409,10 @@ impl<'a> Builder<'a> {
         }
         node.items = node.items.or(items);
         node.additional = node.additional.or(additional);
+        node.closed |= closed;
         before
             != (
+                node.closed,
                 node.types.0,
                 node.properties.len(),
                 node.required.len(),

@@ -1,4 +1,4 @@
-//! Implementation detail of `pi-tool`: use `pi_tool::tool`, not this crate.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod ast;

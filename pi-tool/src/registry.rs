@@ -38,7 +38,7 @@ inventory::collect!(ToolRegistration);
 ///
 /// Iteration is sorted by name, so the tool list a model sees is stable (good for prompt caches).
 ///
-/// ```
+/// ```standalone_crate
 /// use pi_tool::{tool, ToolCall, ToolRegistry};
 ///
 /// /// Add two numbers.

@@ -348,3 +348,11 @@ fn hand_written_tools_validate_through_the_cache() {
             .contains("  - other: missing required property\n")
     );
 }
+
+#[test]
+fn a_missing_property_points_at_a_misspelled_key() {
+    assert_eq!(
+        err(json!({"txt": "a", "count": 1})),
+        "Validation failed for tool \"echo\":\n  - text: missing required property (got \"txt\"; is it misspelled?)\n\nReceived arguments:\n{\n  \"txt\": \"a\",\n  \"count\": 1\n}"
+    );
+}

@@ -38,7 +38,10 @@ async fn get_weather(
     db: State<WeatherDb>,
     ctx: ToolContext,
 ) -> Result<String, WeatherError> {
-    let celsius = *db.0.get(city.as_str()).ok_or_else(|| WeatherError::UnknownCity(city.clone()))?;
+    let celsius = *db
+        .0
+        .get(city.as_str())
+        .ok_or_else(|| WeatherError::UnknownCity(city.clone()))?;
     let (value, symbol) = match unit.unwrap_or(Unit::Celsius) {
         Unit::Celsius => (celsius, "°C"),
         Unit::Fahrenheit => (celsius * 9.0 / 5.0 + 32.0, "°F"),
@@ -47,7 +50,10 @@ async fn get_weather(
         Some(days) => format!("in {days} day(s)"),
         None => "today".to_owned(),
     };
-    Ok(format!("{city} {when}: {value:.1}{symbol} (call {})", ctx.tool_call_id()))
+    Ok(format!(
+        "{city} {when}: {value:.1}{symbol} (call {})",
+        ctx.tool_call_id()
+    ))
 }
 
 /// Save a note for later; notes are kept in order.
@@ -60,24 +66,40 @@ async fn save_note(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(run())
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let db = WeatherDb(HashMap::from([("Paris", 18.5), ("Oslo", 4.0), ("Cairo", 31.0)]));
+    let db = WeatherDb(HashMap::from([
+        ("Paris", 18.5),
+        ("Oslo", 4.0),
+        ("Cairo", 31.0),
+    ]));
     let tools = ToolRegistry::discover()?.with_state(db);
 
-    println!("== {} tools discovered; this is what a model sees:\n", tools.len());
+    println!(
+        "== {} tools discovered; this is what a model sees:\n",
+        tools.len()
+    );
     for spec in tools.specs() {
         println!("{}\n", serde_json::to_string_pretty(spec)?);
     }
 
     let calls = [
-        ("a valid call", ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))),
+        (
+            "a valid call",
+            ToolCall::new("call_1", "get_weather", json!({"city": "Paris"})),
+        ),
         (
             "loosely typed arguments, normalized without loss",
-            ToolCall::new("call_2", "get_weather", json!({"city": "Oslo", "unit": "fahrenheit", "days": "3"})),
+            ToolCall::new(
+                "call_2",
+                "get_weather",
+                json!({"city": "Oslo", "unit": "fahrenheit", "days": "3"}),
+            ),
         ),
         (
             "arguments sent as a JSON string",
@@ -85,10 +107,20 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         ),
         (
             "invalid arguments: the model is told what to fix",
-            ToolCall::new("call_4", "get_weather", json!({"unit": "kelvin", "days": 9, "cty": "Rome"})),
+            ToolCall::new(
+                "call_4",
+                "get_weather",
+                json!({"unit": "kelvin", "days": 9, "cty": "Rome"}),
+            ),
         ),
-        ("the tool fails: its error becomes the result", ToolCall::new("call_5", "get_weather", json!({"city": "Rome"}))),
-        ("a misspelled tool", ToolCall::new("call_6", "get_wether", json!({"city": "Paris"}))),
+        (
+            "the tool fails: its error becomes the result",
+            ToolCall::new("call_5", "get_weather", json!({"city": "Rome"})),
+        ),
+        (
+            "a misspelled tool",
+            ToolCall::new("call_6", "get_wether", json!({"city": "Paris"})),
+        ),
     ];
     for (what, call) in &calls {
         println!("== {what}\n-> {} {}", call.name, call.arguments);

@@ -176,7 +176,7 @@ pub enum AssistantEvent {
 
 /// A language model the loop can stream from.
 ///
-/// Implemented by the HTTP providers and by [`ScriptedModel`](crate::ScriptedModel).
+/// Implemented by the HTTP providers and by `ScriptedModel`.
 pub trait Model: Send + Sync {
     /// The wire API (`openai-completions`, `anthropic-messages`, `scripted`, ...).
     fn api(&self) -> &str;

@@ -71,7 +71,9 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
                 .map_or_else(|| property.to_string(), str::to_owned);
             // A close unknown key is likely the same property misspelled: say so (unless the
             // schema forbids unknown keys, which are then reported with a suggestion anyway).
-            let known = shape.at_path(base.iter().map(String::as_str)).filter(|node| !node.closed);
+            let known = shape
+                .at_path(base.iter().map(String::as_str))
+                .filter(|node| !node.closed);
             let unknown_keys = error
                 .instance()
                 .as_object()
@@ -82,7 +84,10 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
                 Some(key) => format!(" (got \"{key}\"; is it misspelled?)"),
                 None => String::new(),
             };
-            push(joined(&base, &name), format!("missing required property{hint}"));
+            push(
+                joined(&base, &name),
+                format!("missing required property{hint}"),
+            );
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
         | ValidationErrorKind::UnevaluatedProperties { unexpected } => {

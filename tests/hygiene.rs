@@ -49,7 +49,7 @@ async fn a_hostile_scope_still_gets_a_working_tool() {
     let call = pi_tool::ToolCall::new(
         "c7",
         "greet",
-        serde_json::json!({"name": "Ada", "times": "2"}),
+        pi_tool::serde_json::json!({"name": "Ada", "times": "2"}),
     );
     assert_eq!(tools.run(&call).await.text_content(), "Ada x2 (c7)");
     let tool = tools.get("greet").expect("registered");

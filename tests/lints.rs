@@ -30,7 +30,7 @@ pub async fn linted(
     let text = format!("{}{} x{count} {}", config.prefix, text, ctx.tool_call_id());
     Ok(ToolResult::new(
         vec![Content::text(text)],
-        serde_json::Value::Null,
+        pi_tool::serde_json::Value::Null,
     ))
 }
 

@@ -74,7 +74,7 @@ async fn a_discovered_tool_from_another_crate_runs() {
         .run(&ToolCall::new(
             "c1",
             "wind",
-            serde_json::json!({"city": "Oslo"}),
+            pi_tool::serde_json::json!({"city": "Oslo"}),
         ))
         .await;
     assert_eq!(result.text_content(), "12 km/h in Oslo");

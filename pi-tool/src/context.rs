@@ -5,8 +5,8 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -19,63 +19,94 @@ pub type UpdateSink = Arc<dyn Fn(ToolResult) + Send + Sync>;
 /// The per-call context handed to a tool: call id, abort signal, update channel, shared state.
 ///
 /// A `#[tool]` fn receives it by declaring a parameter of type `ToolContext`. Cloning is cheap
-/// (reference-counted), so a tool may move clones into tasks it spawns.
+/// (one reference count), so a tool may move clones into tasks it spawns.
 #[derive(Clone)]
 pub struct ToolContext {
-    tool_call_id: Arc<str>,
-    signal: CancellationToken,
+    inner: Arc<ContextInner>,
+}
+
+/// Everything in one allocation: a call costs one context, not one per field.
+struct ContextInner {
+    tool_call_id: String,
+    /// Created on first use when the host gave none, so a context costs no token up front.
+    signal: OnceLock<CancellationToken>,
     updates: Option<UpdateSink>,
     state: StateMap,
-    accepting_updates: Arc<AtomicBool>,
+    accepting_updates: AtomicBool,
+}
+
+impl ContextInner {
+    fn duplicate(&self) -> Self {
+        ContextInner {
+            tool_call_id: self.tool_call_id.clone(),
+            signal: self.signal.clone(),
+            updates: self.updates.clone(),
+            state: self.state.clone(),
+            accepting_updates: AtomicBool::new(self.accepting_updates.load(Ordering::Acquire)),
+        }
+    }
 }
 
 impl ToolContext {
-    /// A context for the call `tool_call_id`, with a fresh signal, no update sink and no state.
-    pub fn new(tool_call_id: impl Into<Arc<str>>) -> Self {
+    /// A context for the call `tool_call_id`, with its own signal, no update sink and no state.
+    pub fn new(tool_call_id: impl Into<String>) -> Self {
         ToolContext {
-            tool_call_id: tool_call_id.into(),
-            signal: CancellationToken::new(),
-            updates: None,
-            state: StateMap::default(),
-            accepting_updates: Arc::new(AtomicBool::new(true)),
+            inner: Arc::new(ContextInner {
+                tool_call_id: tool_call_id.into(),
+                signal: OnceLock::new(),
+                updates: None,
+                state: StateMap::default(),
+                accepting_updates: AtomicBool::new(true),
+            }),
         }
+    }
+
+    /// The inner data, copied first if another clone shares it.
+    fn inner_mut(&mut self) -> &mut ContextInner {
+        if Arc::get_mut(&mut self.inner).is_none() {
+            self.inner = Arc::new(self.inner.duplicate());
+        }
+        Arc::get_mut(&mut self.inner).expect("unique after the copy above")
     }
 
     /// Uses `signal` as this call's abort signal.
     #[must_use]
     pub fn with_signal(mut self, signal: CancellationToken) -> Self {
-        self.signal = signal;
+        self.inner_mut().signal = OnceLock::from(signal);
         self
     }
 
     /// Sends partial results to `sink`.
     #[must_use]
     pub fn with_updates(mut self, sink: UpdateSink) -> Self {
-        self.updates = Some(sink);
+        self.inner_mut().updates = Some(sink);
         self
     }
 
     /// Makes `state` available to [`State<T>`] parameters.
     #[must_use]
     pub fn with_state(mut self, state: StateMap) -> Self {
-        self.state = state;
+        self.inner_mut().state = state;
         self
     }
 
     /// The id of the call being executed.
     pub fn tool_call_id(&self) -> &str {
-        &self.tool_call_id
+        &self.inner.tool_call_id
     }
 
     /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
     /// [`CancellationToken::cancelled`] and return early.
     pub fn signal(&self) -> &CancellationToken {
-        &self.signal
+        self.inner.signal.get_or_init(CancellationToken::new)
     }
 
     /// Whether the run has been aborted.
     pub fn is_aborted(&self) -> bool {
-        self.signal.is_cancelled()
+        self.inner
+            .signal
+            .get()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Streams a partial result to the host (a progress line, the output so far).
@@ -83,8 +114,10 @@ impl ToolContext {
     /// Ignored once the tool has finished, so a stray late update never reaches the host after
     /// the final result.
     pub fn update<D: Serialize>(&self, partial: ToolResult<D>) {
-        let Some(sink) = &self.updates else { return };
-        if !self.accepting_updates.load(Ordering::Acquire) {
+        let Some(sink) = &self.inner.updates else {
+            return;
+        };
+        if !self.inner.accepting_updates.load(Ordering::Acquire) {
             return;
         }
         match partial.into_value() {
@@ -96,22 +129,22 @@ impl ToolContext {
     /// Stops accepting updates; later [`update`](Self::update) calls are ignored. The runner calls
     /// this when the tool's future completes.
     pub fn close_updates(&self) {
-        self.accepting_updates.store(false, Ordering::Release);
+        self.inner.accepting_updates.store(false, Ordering::Release);
     }
 
     /// The shared state of this call.
     pub fn state(&self) -> &StateMap {
-        &self.state
+        &self.inner.state
     }
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("tool_call_id", &self.tool_call_id)
+            .field("tool_call_id", &self.inner.tool_call_id)
             .field("aborted", &self.is_aborted())
-            .field("has_update_sink", &self.updates.is_some())
-            .field("state", &self.state)
+            .field("has_update_sink", &self.inner.updates.is_some())
+            .field("state", &self.inner.state)
             .finish()
     }
 }

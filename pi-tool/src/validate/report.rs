@@ -26,12 +26,24 @@ pub(crate) fn problems<'a>(
     errors: impl Iterator<Item = ValidationError<'a>>,
     shape: &Shape,
 ) -> Vec<Problem> {
-    let mut out = Vec::new();
+    let mut out: Vec<Problem> = Vec::new();
     for error in errors {
+        let before = out.len();
         describe(&error, shape, &mut out);
+        // Drop repeats (an `anyOf` branch can restate an error); lists are short, so a scan is
+        // cheaper than hashing.
+        let mut index = before;
+        while index < out.len() {
+            let repeated = out[..index]
+                .iter()
+                .any(|p| p.path == out[index].path && p.message == out[index].message);
+            if repeated {
+                out.remove(index);
+            } else {
+                index += 1;
+            }
+        }
     }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert((p.path.clone(), p.message.clone())));
     out
 }
 
@@ -42,7 +54,13 @@ fn segments(pointer: &str) -> Vec<String> {
     pointer
         .trim_start_matches('/')
         .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .map(|s| {
+            if s.contains('~') {
+                s.replace("~1", "/").replace("~0", "~")
+            } else {
+                s.to_owned()
+            }
+        })
         .collect()
 }
 
@@ -55,14 +73,18 @@ fn dotted(segments: &[String]) -> String {
 }
 
 fn joined(base: &[String], last: &str) -> String {
-    let mut all = base.to_vec();
-    all.push(last.to_owned());
-    dotted(&all)
+    if base.is_empty() {
+        return last.to_owned();
+    }
+    let mut path = base.join(".");
+    path.push('.');
+    path.push_str(last);
+    path
 }
 
 fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) {
     let base = segments(error.instance_path().as_str());
-    let got = render(error.instance());
+    let got = || render(error.instance());
     let mut push = |path: String, message: String| out.push(Problem { path, message });
     match error.kind() {
         ValidationErrorKind::Required { property } => {
@@ -112,19 +134,19 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
         ValidationErrorKind::Type { kind } => {
             push(
                 dotted(&base),
-                format!("expected {}; got {got}", type_names(kind)),
+                format!("expected {}; got {}", type_names(kind), got()),
             );
         }
         ValidationErrorKind::Enum { options } => {
             push(
                 dotted(&base),
-                format!("expected one of {}; got {got}", list_values(options)),
+                format!("expected one of {}; got {}", list_values(options), got()),
             );
         }
         ValidationErrorKind::Constant { expected_value } => {
             push(
                 dotted(&base),
-                format!("expected {}; got {got}", render(expected_value)),
+                format!("expected {}; got {}", render(expected_value), got()),
             );
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
@@ -132,7 +154,7 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
             {
                 push(
                     dotted(&base),
-                    format!("expected one of {}; got {got}", alternatives.join(", ")),
+                    format!("expected one of {}; got {}", alternatives.join(", "), got()),
                 );
             } else if let Some(best) = context
                 .iter()
@@ -145,7 +167,7 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
             } else {
                 push(
                     dotted(&base),
-                    format!("does not match any allowed form; got {got}"),
+                    format!("does not match any allowed form; got {}", got()),
                 );
             }
         }
@@ -157,22 +179,22 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
         }
         ValidationErrorKind::Minimum { limit } => push(
             dotted(&base),
-            format!("expected at least {limit}; got {got}"),
+            format!("expected at least {limit}; got {}", got()),
         ),
         ValidationErrorKind::Maximum { limit } => push(
             dotted(&base),
-            format!("expected at most {limit}; got {got}"),
+            format!("expected at most {limit}; got {}", got()),
         ),
         ValidationErrorKind::ExclusiveMinimum { limit } => {
             push(
                 dotted(&base),
-                format!("expected more than {limit}; got {got}"),
+                format!("expected more than {limit}; got {}", got()),
             );
         }
         ValidationErrorKind::ExclusiveMaximum { limit } => {
             push(
                 dotted(&base),
-                format!("expected less than {limit}; got {got}"),
+                format!("expected less than {limit}; got {}", got()),
             );
         }
         ValidationErrorKind::MinLength { limit } => {
@@ -180,7 +202,8 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
                 dotted(&base),
                 format!(
                     "expected at least {limit} character{}; got {got}",
-                    plural(*limit)
+                    plural(*limit),
+                    got = got()
                 ),
             );
         }
@@ -235,19 +258,19 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
         ValidationErrorKind::Pattern { pattern } => {
             push(
                 dotted(&base),
-                format!("expected a string matching `{pattern}`; got {got}"),
+                format!("expected a string matching `{pattern}`; got {}", got()),
             );
         }
         ValidationErrorKind::Format { format } => {
             push(
                 dotted(&base),
-                format!("expected a valid {format}; got {got}"),
+                format!("expected a valid {format}; got {}", got()),
             );
         }
         ValidationErrorKind::MultipleOf { multiple_of, .. } => {
             push(
                 dotted(&base),
-                format!("expected a multiple of {multiple_of}; got {got}"),
+                format!("expected a multiple of {multiple_of}; got {}", got()),
             );
         }
         ValidationErrorKind::UniqueItems => push(

@@ -41,8 +41,9 @@ pub enum AgentEvent {
     },
     /// The assistant response streamed more content.
     MessageUpdate {
-        /// The streamed event.
-        event: AssistantEvent,
+        /// The streamed event (boxed: deltas are rare next to the other events, and small
+        /// events keep the whole stream cheap).
+        event: Box<AssistantEvent>,
     },
     /// A message is complete and in the transcript.
     MessageEnd {
@@ -59,7 +60,7 @@ pub enum AgentEvent {
         /// The call.
         call: ToolCallRef,
         /// The partial result.
-        partial_result: ToolResult,
+        partial_result: Box<ToolResult>,
     },
     /// A tool call finished (successfully or not).
     ToolExecutionEnd {
@@ -74,7 +75,7 @@ pub enum AgentEvent {
         /// Whether the result asked the loop to stop after this batch.
         terminate: bool,
         /// Token usage of the tool itself, when it reported one.
-        usage: Option<Usage>,
+        usage: Option<Box<Usage>>,
         /// Preparation plus execution time, in milliseconds.
         duration_ms: u64,
     },

@@ -107,6 +107,7 @@ impl Run {
                     };
                     has_more_tool_calls = !outcome.terminate;
                     self.activate_tools(&outcome.added_tool_names);
+                    self.transcript.reserve(outcome.results.len() + 1);
                     self.transcript.extend(outcome.results.iter().cloned());
                     self.new_messages.extend(outcome.results.iter().cloned());
                     tool_results = outcome.results;
@@ -254,7 +255,9 @@ impl Run {
                 Some(event) => {
                     // Deltas before `Start` are ignored, like pi.
                     if *started {
-                        self.emitter.emit(AgentEvent::MessageUpdate { event }).await;
+                        self.emitter
+                            .emit(AgentEvent::MessageUpdate { event: Box::new(event) })
+                            .await;
                     }
                 }
             }

@@ -1,7 +1,10 @@
 //! One batch of tool calls (pi's `executeToolCalls`): preparation, execution in parallel or
 //! in sequence, `after_tool_call`, and the result messages.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use futures_util::StreamExt;
@@ -152,7 +155,7 @@ impl Batch<'_, '_> {
 
     async fn run_parallel(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
         let mut slots: Vec<Option<Finished>> = Vec::with_capacity(calls.len());
-        let mut ready = Vec::new();
+        let mut ready = Vec::with_capacity(calls.len());
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
             self.env
@@ -170,13 +173,32 @@ impl Batch<'_, '_> {
         }
 
         // Then the prepared calls run at once (up to `max_parallel`); each ends when it finishes.
+        // Every call is polled once in source order before any end is emitted; a call that
+        // finishes on that first poll never needs a task of its own (most tools finish at once).
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
         let mut waiting = ready.into_iter();
         let mut running = FuturesUnordered::new();
+        let mut finished_first = Vec::new();
+        let start = |slot: usize, prepared: Prepared| Box::pin(async move { (slot, self.execute(prepared).await) });
+        while running.len() < limit {
+            let Some((slot, prepared)) = waiting.next() else { break };
+            let mut execution = start(slot, prepared);
+            match poll_once(execution.as_mut()).await {
+                Poll::Ready((slot, (call, result, started))) => {
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    slots[slot] = Some(done);
+                    finished_first.push(end);
+                }
+                Poll::Pending => running.push(execution),
+            }
+        }
+        for end in finished_first {
+            self.env.emitter.emit(end).await;
+        }
         loop {
             while running.len() < limit {
                 let Some((slot, prepared)) = waiting.next() else { break };
-                running.push(async move { (slot, self.execute(prepared).await) });
+                running.push(start(slot, prepared));
             }
             let Some((slot, (call, result, started))) = running.next().await else {
                 break;
@@ -265,33 +287,60 @@ impl Batch<'_, '_> {
             .with_updates(Arc::new(move |partial_result| {
                 shared.push_now(AgentEvent::ToolExecutionUpdate {
                     call: update_call.clone(),
-                    partial_result,
+                    partial_result: Box::new(partial_result),
                 });
             }));
-        let after = self.env.config.after_tool_call.as_ref();
-        let args_for_hook = after.map(|_| args.clone());
-        let mut result = execute_call(tool.as_ref(), args, ctx).await;
-        if let (Some(hook), Some(args)) = (after, args_for_hook) {
-            let ctx = AfterToolCallContext {
-                assistant_message: Arc::clone(call.message()),
-                tool_call: call.block().call.clone(),
-                args,
-                is_error: result.is_error,
-                result: result.clone(),
-                messages: self.hook_messages.clone().unwrap_or_else(|| self.env.transcript.into()),
-                signal: self.env.signal.clone(),
-            };
-            match guarded(|| hook(ctx)).await {
-                Ok(Ok(overrides)) => overrides.apply(&mut result),
-                Ok(Err(err)) => result = ToolResult::error(err.message()),
-                Err(panic) => result = ToolResult::error(format!("after_tool_call panicked: {panic}")),
+        match &self.env.config.after_tool_call {
+            None => {
+                let result = execute_call(tool.as_ref(), args, ctx).await;
+                (call, result, started)
+            }
+            Some(_) => {
+                // Boxed so that the hook's state does not grow every call's future.
+                let result = Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
+                (call, result, started)
             }
         }
-        (call, result, started)
+    }
+
+    /// Runs a call, then `after_tool_call` on its result.
+    async fn execute_with_after_hook(
+        &self,
+        call: &ToolCallRef,
+        tool: &dyn AgentTool,
+        args: Value,
+        ctx: ToolContext,
+    ) -> ToolResult {
+        let mut result = execute_call(tool, args.clone(), ctx).await;
+        let Some(hook) = &self.env.config.after_tool_call else {
+            return result;
+        };
+        let hook_ctx = AfterToolCallContext {
+            assistant_message: Arc::clone(call.message()),
+            tool_call: call.block().call.clone(),
+            args,
+            is_error: result.is_error,
+            result: result.clone(),
+            messages: self.hook_messages.clone().unwrap_or_else(|| self.env.transcript.into()),
+            signal: self.env.signal.clone(),
+        };
+        match guarded(|| hook(hook_ctx)).await {
+            Ok(Ok(overrides)) => overrides.apply(&mut result),
+            Ok(Err(err)) => result = ToolResult::error(err.message()),
+            Err(panic) => result = ToolResult::error(format!("after_tool_call panicked: {panic}")),
+        }
+        result
     }
 
     /// Builds the result message and emits `ToolExecutionEnd`.
     async fn finish(&self, call: &ToolCallRef, result: ToolResult, started: Instant) -> Finished {
+        let (done, end) = self.finish_quietly(call, result, started);
+        self.env.emitter.emit(end).await;
+        done
+    }
+
+    /// Builds the result message and the `ToolExecutionEnd` event to emit for it.
+    fn finish_quietly(&self, call: &ToolCallRef, result: ToolResult, started: Instant) -> (Finished, AgentEvent) {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let ToolResult {
             content,
@@ -310,22 +359,20 @@ impl Batch<'_, '_> {
             duration_ms: Some(duration_ms),
             timestamp: now_ms(),
         }));
-        self.env
-            .emitter
-            .emit(AgentEvent::ToolExecutionEnd {
-                call: call.clone(),
-                result: Arc::clone(&message),
-                is_error,
-                terminate,
-                usage,
-                duration_ms,
-            })
-            .await;
-        Finished {
+        let end = AgentEvent::ToolExecutionEnd {
+            call: call.clone(),
+            result: Arc::clone(&message),
+            is_error,
+            terminate,
+            usage: usage.map(Box::new),
+            duration_ms,
+        };
+        let done = Finished {
             message,
             terminate,
             added_tool_names,
-        }
+        };
+        (done, end)
     }
 
     async fn emit_message(&self, message: &Arc<Message>) {
@@ -333,4 +380,9 @@ impl Batch<'_, '_> {
         emitter.emit(AgentEvent::MessageStart { message: Arc::clone(message) }).await;
         emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(message) }).await;
     }
+}
+
+/// Polls a future once with the current task's context.
+async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }

@@ -21,6 +21,15 @@ use crate::model::Model;
 use emitter::{Emitter, Shared};
 use run::Run;
 
+/// Awaits an agent listener; a panic becomes `Err(message)`.
+pub(crate) async fn guarded_listener(
+    listener: &crate::agent::Listener,
+    event: crate::event::AgentEvent,
+    signal: CancellationToken,
+) -> Result<(), String> {
+    guard::guarded(|| listener(event, signal)).await
+}
+
 /// Why a run could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -11,10 +11,12 @@ pub use message::{
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
 
+mod agent;
 mod agent_loop;
 mod config;
 mod scripted;
 
+pub use agent::{Agent, AgentError, Listener, ListenerId, Prompt, QueueMode};
 pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agent_loop_continue};
 pub use config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook, BeforeToolCall,

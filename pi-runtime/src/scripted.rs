@@ -31,6 +31,8 @@ pub struct ModelRequest {
     pub signal: CancellationToken,
     /// The API key given in the options, if any.
     pub api_key: Option<String>,
+    /// The session id given in the options, if any.
+    pub session_id: Option<String>,
     /// How many requests came before this one.
     pub index: usize,
 }
@@ -43,6 +45,7 @@ impl ModelRequest {
             tools: context.tools.to_vec(),
             signal: options.signal.clone(),
             api_key: options.api_key.clone(),
+            session_id: options.session_id.clone(),
             index,
         }
     }

@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 use pi_runtime::{
-    AgentContext, AgentEvent, AgentLoopConfig, AssistantContent, AssistantMessage, Message, ScriptedModel, StopReason,
-    ToolExecution, agent_loop,
+    AgentContext, AgentEvent, AgentLoopConfig, AssistantContent, AssistantMessage, Message,
+    ScriptedModel, StopReason, ToolExecution, agent_loop,
 };
 use pi_tool::schemars::JsonSchema;
 use pi_tool::{AgentTool, CancellationToken, tool};
@@ -40,7 +40,10 @@ static ECHO_EXECUTIONS: AtomicUsize = AtomicUsize::new(0);
 /// Echo the text back.
 #[tool]
 async fn echo(text: String, count: i64, mode: Option<Mode>) -> String {
-    let _ = (count, mode.map(|m| matches!(m, Mode::Upper | Mode::Lower | Mode::Same)));
+    let _ = (
+        count,
+        mode.map(|m| matches!(m, Mode::Upper | Mode::Lower | Mode::Same)),
+    );
     ECHO_EXECUTIONS.fetch_add(1, Ordering::Relaxed);
     text
 }
@@ -65,7 +68,7 @@ fn final_message() -> AssistantMessage {
 }
 
 fn echo_args(i: usize) -> Value {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         json!({"text": format!("t{i}"), "count": i, "mode": "upper"})
     } else {
         json!({"text": format!("t{i}"), "count": i})
@@ -98,7 +101,13 @@ async fn run_once(
     let mut events = 0;
     let mut new_messages = Vec::new();
     let started = Instant::now();
-    let mut stream = agent_loop(vec![prompt], context, config, model.clone(), CancellationToken::new());
+    let mut stream = agent_loop(
+        vec![prompt],
+        context,
+        config,
+        model.clone(),
+        CancellationToken::new(),
+    );
     while let Some(event) = stream.next().await {
         events += 1;
         match event {
@@ -120,11 +129,24 @@ async fn run_once(
 }
 
 /// The checks pi's harness makes after every run.
-fn verify(outcome: &RunOutcome, script_len: usize, calls: usize, check: &dyn Fn(&pi_runtime::ToolResultMessage) -> bool) {
+fn verify(
+    outcome: &RunOutcome,
+    script_len: usize,
+    calls: usize,
+    check: &dyn Fn(&pi_runtime::ToolResultMessage) -> bool,
+) {
     assert_eq!(outcome.model_calls, script_len, "model calls");
-    let last = outcome.new_messages.last().and_then(|m| m.as_assistant()).expect("last message is assistant");
+    let last = outcome
+        .new_messages
+        .last()
+        .and_then(|m| m.as_assistant())
+        .expect("last message is assistant");
     assert_eq!(last.text(), "done", "last message is the final text");
-    let results: Vec<_> = outcome.new_messages.iter().filter_map(|m| m.as_tool_result()).collect();
+    let results: Vec<_> = outcome
+        .new_messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .collect();
     assert_eq!(results.len(), calls, "one result per call");
     let calls_in_order: Vec<&str> = outcome
         .new_messages
@@ -142,7 +164,11 @@ fn verify(outcome: &RunOutcome, script_len: usize, calls: usize, check: &dyn Fn(
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
 }
 
 struct Repeat {
@@ -174,7 +200,11 @@ async fn repeat(
         if i >= warmup {
             times.push(outcome.seconds);
             events = outcome.events;
-            sample = outcome.new_messages.iter().find(|m| m.as_tool_result().is_some()).cloned();
+            sample = outcome
+                .new_messages
+                .iter()
+                .find(|m| m.as_tool_result().is_some())
+                .cloned();
         }
     }
     let min_s = times.iter().copied().fold(f64::INFINITY, f64::min);
@@ -220,13 +250,18 @@ fn parse_options() -> Options {
         warmup: None,
         compare: false,
         pi_json: None,
-        pi_sh: std::env::var("PI_BENCH_SH").unwrap_or_else(|_| "/work/shared/bench/pi/run.sh".to_owned()),
+        pi_sh: std::env::var("PI_BENCH_SH")
+            .unwrap_or_else(|_| "/work/shared/bench/pi/run.sh".to_owned()),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--child" => options.child = args.next(),
-            "--only" => options.only = args.next().map(|s| s.split(',').map(str::to_owned).collect()),
+            "--only" => {
+                options.only = args
+                    .next()
+                    .map(|s| s.split(',').map(str::to_owned).collect())
+            }
             "--runs" => options.runs = args.next().and_then(|s| s.parse().ok()),
             "--warmup" => options.warmup = args.next().and_then(|s| s.parse().ok()),
             "--compare" => options.compare = true,
@@ -244,7 +279,10 @@ fn parse_options() -> Options {
 }
 
 fn child(workload: &str, options: &Options) -> Value {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
     let echo: Arc<dyn AgentTool> = Arc::new(EchoTool);
     let sleep: Arc<dyn AgentTool> = Arc::new(SleepTool);
     let runs = |default: usize| options.runs.unwrap_or(default);
@@ -259,7 +297,7 @@ fn child(workload: &str, options: &Options) -> Value {
                     vec![assistant(calls, StopReason::ToolUse), final_message()]
                 };
                 let check = |r: &pi_runtime::ToolResultMessage| !r.is_error && r.text().starts_with('t');
-                let r = repeat(&build, &[echo.clone()], ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
                 json!({"calls_per_s": N as f64 / r.median_s, "median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3,
                        "max_ms": r.max_s * 1e3, "runs": r.runs, "calls_per_run": N, "events_per_run": r.events})
             }
@@ -272,7 +310,7 @@ fn child(workload: &str, options: &Options) -> Value {
                     script.push(final_message());
                     script
                 };
-                let r = repeat(&build, &[echo.clone()], ToolExecution::Parallel, TURNS, warmup(3), runs(10), &ok).await;
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, TURNS, warmup(3), runs(10), &ok).await;
                 json!({"turns_per_s": TURNS as f64 / r.median_s, "median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3,
                        "max_ms": r.max_s * 1e3, "runs": r.runs, "turns_per_run": TURNS, "events_per_run": r.events})
             }
@@ -319,7 +357,7 @@ fn child(workload: &str, options: &Options) -> Value {
                 };
                 let before = ECHO_EXECUTIONS.load(Ordering::Relaxed);
                 let check = |r: &pi_runtime::ToolResultMessage| r.is_error && r.text().starts_with("Validation failed");
-                let r = repeat(&build, &[echo.clone()], ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
                 let executed = ECHO_EXECUTIONS.load(Ordering::Relaxed) - before;
                 assert_eq!(executed, 0, "the tool must never execute with invalid arguments");
                 let text = r.sample.as_ref().and_then(|m| m.as_tool_result()).map(|m| m.text()).unwrap_or_default();
@@ -334,7 +372,7 @@ fn child(workload: &str, options: &Options) -> Value {
                     ]
                 };
                 let check = |r: &pi_runtime::ToolResultMessage| r.is_error;
-                let r = repeat(&build, &[echo.clone()], ToolExecution::Parallel, 1, warmup(10), runs(50), &check).await;
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, 1, warmup(10), runs(50), &check).await;
                 let text = r.sample.as_ref().and_then(|m| m.as_tool_result()).map(|m| m.text()).unwrap_or_default();
                 json!({"median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3, "max_ms": r.max_s * 1e3, "runs": r.runs, "result_text": text})
             }
@@ -348,7 +386,9 @@ fn child(workload: &str, options: &Options) -> Value {
 
 fn fmt_num(x: f64, decimals: usize) -> String {
     let s = format!("{x:.decimals$}");
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let (int, frac) = s
+        .split_once('.')
+        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
     let mut grouped = String::new();
     for (i, ch) in int.chars().rev().enumerate() {
         if i > 0 && i % 3 == 0 && ch != '-' {
@@ -432,15 +472,78 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
     };
     let mib = |kb: Option<f64>| kb.map(|kb| kb / 1024.0);
     let rows = [
-        Row { name: "W1 dispatch, calls/s", pi: p("W1", &["calls_per_s"]), ours: o("W1", &["calls_per_s"]), higher_is_better: true, target: ">= 15x", decimals: 0 },
-        Row { name: "W2 turns, turns/s", pi: p("W2", &["turns_per_s"]), ours: o("W2", &["turns_per_s"]), higher_is_better: true, target: ">= 20x", decimals: 0 },
-        Row { name: "W3 parallel, ms", pi: p("W3", &["parallel", "median_ms"]), ours: o("W3", &["parallel", "median_ms"]), higher_is_better: false, target: "<= 21 ms", decimals: 2 },
-        Row { name: "W3 sequential, ms", pi: p("W3", &["sequential", "median_ms"]), ours: o("W3", &["sequential", "median_ms"]), higher_is_better: false, target: "", decimals: 1 },
-        Row { name: "W4 validation errors, calls/s", pi: p("W4", &["calls_per_s"]), ours: o("W4", &["calls_per_s"]), higher_is_better: true, target: ">= 15x", decimals: 0 },
-        Row { name: "W5 not found, us/run", pi: p("W5", &["median_ms"]).map(|ms| ms * 1e3), ours: o("W5", &["median_ms"]).map(|ms| ms * 1e3), higher_is_better: false, target: "", decimals: 1 },
-        Row { name: "W1 peak RSS, MiB", pi: mib(p("W1", &["peak_rss_kb"])), ours: mib(o("W1", &["peak_rss_kb"])), higher_is_better: false, target: "<= 16 MiB", decimals: 1 },
-        Row { name: "W2 peak RSS, MiB", pi: mib(p("W2", &["peak_rss_kb"])), ours: mib(o("W2", &["peak_rss_kb"])), higher_is_better: false, target: "", decimals: 1 },
-        Row { name: "W4 peak RSS, MiB", pi: mib(p("W4", &["peak_rss_kb"])), ours: mib(o("W4", &["peak_rss_kb"])), higher_is_better: false, target: "", decimals: 1 },
+        Row {
+            name: "W1 dispatch, calls/s",
+            pi: p("W1", &["calls_per_s"]),
+            ours: o("W1", &["calls_per_s"]),
+            higher_is_better: true,
+            target: ">= 15x",
+            decimals: 0,
+        },
+        Row {
+            name: "W2 turns, turns/s",
+            pi: p("W2", &["turns_per_s"]),
+            ours: o("W2", &["turns_per_s"]),
+            higher_is_better: true,
+            target: ">= 20x",
+            decimals: 0,
+        },
+        Row {
+            name: "W3 parallel, ms",
+            pi: p("W3", &["parallel", "median_ms"]),
+            ours: o("W3", &["parallel", "median_ms"]),
+            higher_is_better: false,
+            target: "<= 21 ms",
+            decimals: 2,
+        },
+        Row {
+            name: "W3 sequential, ms",
+            pi: p("W3", &["sequential", "median_ms"]),
+            ours: o("W3", &["sequential", "median_ms"]),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W4 validation errors, calls/s",
+            pi: p("W4", &["calls_per_s"]),
+            ours: o("W4", &["calls_per_s"]),
+            higher_is_better: true,
+            target: ">= 15x",
+            decimals: 0,
+        },
+        Row {
+            name: "W5 not found, us/run",
+            pi: p("W5", &["median_ms"]).map(|ms| ms * 1e3),
+            ours: o("W5", &["median_ms"]).map(|ms| ms * 1e3),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W1 peak RSS, MiB",
+            pi: mib(p("W1", &["peak_rss_kb"])),
+            ours: mib(o("W1", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "<= 16 MiB",
+            decimals: 1,
+        },
+        Row {
+            name: "W2 peak RSS, MiB",
+            pi: mib(p("W2", &["peak_rss_kb"])),
+            ours: mib(o("W2", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W4 peak RSS, MiB",
+            pi: mib(p("W4", &["peak_rss_kb"])),
+            ours: mib(o("W4", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
     ];
     println!();
     println!("| workload | pi 0.73.1 | pi-runtime | ours vs pi | target |");
@@ -449,12 +552,23 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
         let show = |v: Option<f64>| v.map_or("-".to_owned(), |v| fmt_num(v, row.decimals));
         let ratio = match (row.pi, row.ours) {
             (Some(pi), Some(ours)) if pi > 0.0 && ours > 0.0 => {
-                let better = if row.higher_is_better { ours / pi } else { pi / ours };
+                let better = if row.higher_is_better {
+                    ours / pi
+                } else {
+                    pi / ours
+                };
                 format!("{better:.1}x better")
             }
             _ => "-".to_owned(),
         };
-        println!("| {} | {} | {} | {} | {} |", row.name, show(row.pi), show(row.ours), ratio, row.target);
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            row.name,
+            show(row.pi),
+            show(row.ours),
+            ratio,
+            row.target
+        );
     }
 }
 
@@ -466,10 +580,15 @@ fn main() {
         return;
     }
     let all = ["W1", "W2", "W3", "W4", "W5"];
-    let which: Vec<String> = options.only.clone().unwrap_or_else(|| all.iter().map(|s| (*s).to_owned()).collect());
+    let which: Vec<String> = options
+        .only
+        .clone()
+        .unwrap_or_else(|| all.iter().map(|s| (*s).to_owned()).collect());
     let exe = std::env::current_exe().expect("the benchmark's own path");
     let mut ours = serde_json::Map::new();
-    println!("# pi-runtime agent loop: workloads W1-W5 (agent_loop + ScriptedModel, tokio current-thread)");
+    println!(
+        "# pi-runtime agent loop: workloads W1-W5 (agent_loop + ScriptedModel, tokio current-thread)"
+    );
     for workload in &which {
         let mut command = Command::new(&exe);
         command.args(["--child", workload]);
@@ -482,7 +601,10 @@ fn main() {
         let output = command.output().expect("run a workload in a child process");
         let stdout = String::from_utf8_lossy(&output.stdout);
         let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("@@RESULT ")) else {
-            eprintln!("{workload} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+            eprintln!(
+                "{workload} failed:\n{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
             std::process::exit(1);
         };
         let result: Value = serde_json::from_str(line).expect("the child's JSON");
@@ -490,7 +612,10 @@ fn main() {
         ours.insert(workload.clone(), result);
     }
     if let Some(w4) = ours.get("W4") {
-        println!("\n--- W4 exact error text the model receives ---\n{}", w4["error_text"].as_str().unwrap_or(""));
+        println!(
+            "\n--- W4 exact error text the model receives ---\n{}",
+            w4["error_text"].as_str().unwrap_or("")
+        );
     }
     if !options.compare && options.pi_json.is_none() {
         return;
@@ -499,13 +624,20 @@ fn main() {
         Some(path) => path.clone(),
         None => {
             let path = std::env::temp_dir().join("pi-runtime-bench-pi.json");
-            println!("\n# running pi's harness: {} --json {}", options.pi_sh, path.display());
+            println!(
+                "\n# running pi's harness: {} --json {}",
+                options.pi_sh,
+                path.display()
+            );
             let mut command = Command::new(&options.pi_sh);
             command.args(["--json", &path.to_string_lossy()]);
             if let Some(only) = &options.only {
                 command.args(["--only", &only.join(",")]);
             }
-            let status = command.stdout(std::process::Stdio::null()).status().expect("run pi's benchmark (node)");
+            let status = command
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("run pi's benchmark (node)");
             if !status.success() {
                 eprintln!("pi's benchmark failed ({status})");
                 std::process::exit(1);
@@ -513,8 +645,9 @@ fn main() {
             path.to_string_lossy().into_owned()
         }
     };
-    let pi: Value = serde_json::from_str(&std::fs::read_to_string(&pi_json_path).expect("pi's JSON result"))
-        .expect("pi's JSON result parses");
+    let pi: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pi_json_path).expect("pi's JSON result"))
+            .expect("pi's JSON result parses");
     for line in pi["summary"].as_array().into_iter().flatten() {
         println!("pi: {}", line.as_str().unwrap_or(""));
     }

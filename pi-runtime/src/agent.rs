@@ -82,7 +82,8 @@ impl From<Vec<Message>> for Prompt {
 }
 
 /// A subscriber to an agent's events (see [`Agent::subscribe`]).
-pub type Listener = Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
+pub type Listener =
+    Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Identifies a listener, to [`unsubscribe`](Agent::unsubscribe) it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,7 +118,9 @@ struct Inner {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Inner {
@@ -150,7 +153,11 @@ impl Inner {
             }
             AgentEvent::MessageUpdate { event } => {
                 if state.partial.is_none() {
-                    let start = state.streaming_message.as_ref().and_then(|m| m.as_assistant()).cloned();
+                    let start = state
+                        .streaming_message
+                        .as_ref()
+                        .and_then(|m| m.as_assistant())
+                        .cloned();
                     state.partial = start;
                 }
                 if let Some(partial) = state.partial.as_mut() {
@@ -360,10 +367,13 @@ impl Agent {
     /// The assistant message being streamed, as far as it got.
     pub fn streaming_message(&self) -> Option<AssistantMessage> {
         let state = self.state();
-        state
-            .partial
-            .clone()
-            .or_else(|| state.streaming_message.as_ref().and_then(|m| m.as_assistant()).cloned())
+        state.partial.clone().or_else(|| {
+            state
+                .streaming_message
+                .as_ref()
+                .and_then(|m| m.as_assistant())
+                .cloned()
+        })
     }
 
     /// The ids of the tool calls that started and have not ended.
@@ -489,7 +499,9 @@ impl Agent {
             if last.as_assistant().is_some() {
                 let steering = Inner::dequeue(&self.inner.steering, state.steering_mode);
                 if !steering.is_empty() {
-                    self.inner.skip_next_steering_poll.store(true, Ordering::Relaxed);
+                    self.inner
+                        .skip_next_steering_poll
+                        .store(true, Ordering::Relaxed);
                     self.begin(&mut state, Some(steering))
                 } else {
                     let follow_ups = Inner::dequeue(&self.inner.follow_ups, state.follow_up_mode);
@@ -515,7 +527,8 @@ impl Agent {
         state.abort = Some(signal.clone());
         self.inner.running.send_replace(true);
 
-        let mut context = AgentContext::new(state.system_prompt.clone()).with_available(state.available.clone());
+        let mut context =
+            AgentContext::new(state.system_prompt.clone()).with_available(state.available.clone());
         context.messages = state.messages.clone();
         context.tools = state.tools.clone();
         context.state = state.shared_state.clone();
@@ -523,7 +536,10 @@ impl Agent {
         let mut config = state.config.clone();
         let steering = Arc::clone(&self.inner);
         config.get_steering_messages = Some(Arc::new(move || {
-            let messages = if steering.skip_next_steering_poll.swap(false, Ordering::Relaxed) {
+            let messages = if steering
+                .skip_next_steering_poll
+                .swap(false, Ordering::Relaxed)
+            {
                 Vec::new()
             } else {
                 steering.dequeue_steering()
@@ -564,7 +580,12 @@ impl Agent {
                     self.inner.reduce(&event);
                     let listeners = Arc::clone(&lock(&self.inner.listeners));
                     for (_, listener) in listeners.iter() {
-                        let outcome = crate::agent_loop::guarded_listener(listener, event.clone(), signal.clone()).await;
+                        let outcome = crate::agent_loop::guarded_listener(
+                            listener,
+                            event.clone(),
+                            signal.clone(),
+                        )
+                        .await;
                         if let Err(panic) = outcome {
                             tracing::error!("an agent listener panicked: {panic}");
                         }
@@ -585,7 +606,9 @@ impl Agent {
             state.partial = None;
             state.pending_tool_calls.clear();
         }
-        self.inner.skip_next_steering_poll.store(false, Ordering::Relaxed);
+        self.inner
+            .skip_next_steering_poll
+            .store(false, Ordering::Relaxed);
         self.inner.running.send_replace(false);
     }
 }
@@ -604,7 +627,14 @@ impl fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("system_prompt", &state.system_prompt)
             .field("model", &state.model.id())
-            .field("tools", &state.tools.iter().map(|t| t.spec().name.as_str()).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &state
+                    .tools
+                    .iter()
+                    .map(|t| t.spec().name.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("messages", &state.messages.len())
             .field("is_running", &state.is_running)
             .field("error", &state.error)

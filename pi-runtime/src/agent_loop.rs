@@ -99,7 +99,9 @@ pub fn agent_loop_continue(
 ) -> Result<AgentStream, AgentLoopError> {
     match context.messages.last() {
         None => Err(AgentLoopError::NoMessages),
-        Some(last) if matches!(**last, Message::Assistant(_)) => Err(AgentLoopError::ContinueFromAssistant),
+        Some(last) if matches!(**last, Message::Assistant(_)) => {
+            Err(AgentLoopError::ContinueFromAssistant)
+        }
         Some(_) => Ok(start(Vec::new(), context, config, model, signal)),
     }
 }

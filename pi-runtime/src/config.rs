@@ -204,13 +204,23 @@ pub struct TurnEndContext {
 }
 
 /// `convert_to_llm`/`transform_context`: rewrites the transcript a model request sees.
-pub type MessagesHook = Arc<dyn Fn(Vec<Arc<Message>>, CancellationToken) -> BoxFuture<'static, Vec<Arc<Message>>> + Send + Sync>;
+pub type MessagesHook = Arc<
+    dyn Fn(Vec<Arc<Message>>, CancellationToken) -> BoxFuture<'static, Vec<Arc<Message>>>
+        + Send
+        + Sync,
+>;
 /// `before_tool_call`.
-pub type BeforeToolCallHook =
-    Arc<dyn Fn(BeforeToolCallContext) -> BoxFuture<'static, Result<BeforeToolCall, ToolError>> + Send + Sync>;
+pub type BeforeToolCallHook = Arc<
+    dyn Fn(BeforeToolCallContext) -> BoxFuture<'static, Result<BeforeToolCall, ToolError>>
+        + Send
+        + Sync,
+>;
 /// `after_tool_call`.
-pub type AfterToolCallHook =
-    Arc<dyn Fn(AfterToolCallContext) -> BoxFuture<'static, Result<AfterToolCall, ToolError>> + Send + Sync>;
+pub type AfterToolCallHook = Arc<
+    dyn Fn(AfterToolCallContext) -> BoxFuture<'static, Result<AfterToolCall, ToolError>>
+        + Send
+        + Sync,
+>;
 /// `should_stop_after_turn`.
 pub type ShouldStopHook = Arc<dyn Fn(TurnEndContext) -> BoxFuture<'static, bool> + Send + Sync>;
 /// A source of steering or follow-up messages, polled by the loop.
@@ -311,7 +321,9 @@ impl AgentLoopConfig {
         F: Fn(Vec<Arc<Message>>, CancellationToken) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Vec<Arc<Message>>> + Send + 'static,
     {
-        self.transform_context = Some(Arc::new(move |messages, signal| Box::pin(hook(messages, signal))));
+        self.transform_context = Some(Arc::new(move |messages, signal| {
+            Box::pin(hook(messages, signal))
+        }));
         self
     }
 
@@ -389,9 +401,18 @@ impl fmt::Debug for AgentLoopConfig {
             ("transform_context", self.transform_context.is_some()),
             ("before_tool_call", self.before_tool_call.is_some()),
             ("after_tool_call", self.after_tool_call.is_some()),
-            ("should_stop_after_turn", self.should_stop_after_turn.is_some()),
-            ("get_steering_messages", self.get_steering_messages.is_some()),
-            ("get_follow_up_messages", self.get_follow_up_messages.is_some()),
+            (
+                "should_stop_after_turn",
+                self.should_stop_after_turn.is_some(),
+            ),
+            (
+                "get_steering_messages",
+                self.get_steering_messages.is_some(),
+            ),
+            (
+                "get_follow_up_messages",
+                self.get_follow_up_messages.is_some(),
+            ),
             ("get_api_key", self.get_api_key.is_some()),
         ]
         .into_iter()

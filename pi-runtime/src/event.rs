@@ -111,7 +111,9 @@ impl AgentEvent {
     /// The message of a `MessageStart`/`MessageEnd` event.
     pub fn message(&self) -> Option<&Arc<Message>> {
         match self {
-            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => Some(message),
+            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
+                Some(message)
+            }
             _ => None,
         }
     }
@@ -139,7 +141,11 @@ impl ToolCallRef {
     /// The tool-call block (id, name, raw arguments, provider signature).
     pub fn block(&self) -> &ToolCallBlock {
         // `new` checked that the block exists and is a tool call, and messages are immutable.
-        match self.message.as_assistant().and_then(|m| m.content.get(self.index)) {
+        match self
+            .message
+            .as_assistant()
+            .and_then(|m| m.content.get(self.index))
+        {
             Some(AssistantContent::ToolCall(block)) => block,
             _ => unreachable!("a ToolCallRef always points at a tool-call block"),
         }

@@ -126,7 +126,12 @@ impl ScriptedModel {
 
     /// Sets the api, provider and model id the model reports.
     #[must_use]
-    pub fn with_identity(mut self, api: impl Into<String>, provider: impl Into<String>, id: impl Into<String>) -> Self {
+    pub fn with_identity(
+        mut self,
+        api: impl Into<String>,
+        provider: impl Into<String>,
+        id: impl Into<String>,
+    ) -> Self {
         self.api = api.into();
         self.provider = provider.into();
         self.id = id.into();
@@ -168,7 +173,9 @@ impl ScriptedModel {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl fmt::Debug for ScriptedModel {
@@ -195,14 +202,21 @@ impl Model for ScriptedModel {
         &self.id
     }
 
-    fn stream<'a>(&'a self, context: Context<'a>, options: &'a StreamOptions) -> BoxStream<'a, AssistantEvent> {
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent> {
         let index = self.calls.fetch_add(1, Ordering::Relaxed);
         if self.record {
             lock(&self.requests).push(ModelRequest::capture(&context, options, index));
         }
         let next = lock(&self.script).pop_front();
         let Some(message) = next else {
-            let error = self.stamp(AssistantMessage::failed(StopReason::Error, SCRIPT_EXHAUSTED));
+            let error = self.stamp(AssistantMessage::failed(
+                StopReason::Error,
+                SCRIPT_EXHAUSTED,
+            ));
             return stream::iter([AssistantEvent::Error {
                 reason: StopReason::Error,
                 error,
@@ -244,7 +258,10 @@ fn push_block_events(message: &AssistantMessage, events: &mut Vec<AssistantEvent
             AssistantContent::Text { text, .. } => {
                 events.push(AssistantEvent::TextStart { content_index });
                 for delta in halves(text) {
-                    events.push(AssistantEvent::TextDelta { content_index, delta });
+                    events.push(AssistantEvent::TextDelta {
+                        content_index,
+                        delta,
+                    });
                 }
                 events.push(AssistantEvent::TextEnd {
                     content_index,
@@ -254,7 +271,10 @@ fn push_block_events(message: &AssistantMessage, events: &mut Vec<AssistantEvent
             AssistantContent::Thinking { thinking, .. } => {
                 events.push(AssistantEvent::ThinkingStart { content_index });
                 for delta in halves(thinking) {
-                    events.push(AssistantEvent::ThinkingDelta { content_index, delta });
+                    events.push(AssistantEvent::ThinkingDelta {
+                        content_index,
+                        delta,
+                    });
                 }
                 events.push(AssistantEvent::ThinkingEnd {
                     content_index,
@@ -272,7 +292,10 @@ fn push_block_events(message: &AssistantMessage, events: &mut Vec<AssistantEvent
                     other => other.to_string(),
                 };
                 for delta in halves(&json) {
-                    events.push(AssistantEvent::ToolCallDelta { content_index, delta });
+                    events.push(AssistantEvent::ToolCallDelta {
+                        content_index,
+                        delta,
+                    });
                 }
                 events.push(AssistantEvent::ToolCallEnd {
                     content_index,
@@ -290,10 +313,16 @@ fn halves(text: &str) -> Vec<String> {
         middle += 1;
     }
     let (a, b) = text.split_at(middle);
-    [a, b].into_iter().filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    [a, b]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
-type Respond = dyn Fn(ModelRequest) -> futures_util::future::BoxFuture<'static, AssistantMessage> + Send + Sync;
+type Respond = dyn Fn(ModelRequest) -> futures_util::future::BoxFuture<'static, AssistantMessage>
+    + Send
+    + Sync;
 
 /// A model that answers each request with a closure (an async fn of the request), for tests
 /// whose response depends on the context or the abort signal. A message with `stop_reason`
@@ -334,7 +363,9 @@ impl FnModel {
 
 impl fmt::Debug for FnModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnModel").field("calls", &self.calls()).finish()
+        f.debug_struct("FnModel")
+            .field("calls", &self.calls())
+            .finish()
     }
 }
 
@@ -351,7 +382,11 @@ impl Model for FnModel {
         "fn-model"
     }
 
-    fn stream<'a>(&'a self, context: Context<'a>, options: &'a StreamOptions) -> BoxStream<'a, AssistantEvent> {
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent> {
         let index = self.calls.fetch_add(1, Ordering::Relaxed);
         let response = (self.respond)(ModelRequest::capture(&context, options, index));
         stream::once(async move {

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::*;
 use pi_runtime::{
-    Agent, AgentError, AgentEvent, AgentLoopConfig, AssistantContent, AssistantMessage, BeforeToolCall, FnModel,
-    Message, QueueMode, ScriptedModel, ScriptedStreaming, StopReason, StreamOptions,
+    Agent, AgentError, AgentEvent, AgentLoopConfig, AssistantContent, AssistantMessage,
+    BeforeToolCall, FnModel, Message, QueueMode, ScriptedModel, ScriptedStreaming, StopReason,
+    StreamOptions,
 };
 use pi_tool::{ToolError, ToolRegistry, ToolResult};
 use serde_json::json;
@@ -23,7 +24,11 @@ fn user_texts(agent: &Agent) -> Vec<String> {
         .messages()
         .iter()
         .filter_map(|m| match &**m {
-            Message::User(u) => u.content.first().and_then(|c| c.as_text()).map(str::to_owned),
+            Message::User(u) => u
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(str::to_owned),
             _ => None,
         })
         .collect()
@@ -43,12 +48,31 @@ async fn default_state() {
 
 #[tokio::test]
 async fn prompt_runs_tools_and_keeps_the_transcript() {
-    let model = Arc::new(ScriptedModel::new([echo_call("t1", "x"), text("first"), text("second")]));
-    let agent = Agent::new(model.clone()).with_system_prompt("sys").with_tools(ToolRegistry::new().with(EchoTool));
+    let model = Arc::new(ScriptedModel::new([
+        echo_call("t1", "x"),
+        text("first"),
+        text("second"),
+    ]));
+    let agent = Agent::new(model.clone())
+        .with_system_prompt("sys")
+        .with_tools(ToolRegistry::new().with(EchoTool));
     agent.prompt("go").await.unwrap();
-    assert_eq!(roles(&agent), ["user", "assistant", "toolResult", "assistant"]);
+    assert_eq!(
+        roles(&agent),
+        ["user", "assistant", "toolResult", "assistant"]
+    );
     agent.prompt("again").await.unwrap();
-    assert_eq!(roles(&agent), ["user", "assistant", "toolResult", "assistant", "user", "assistant"]);
+    assert_eq!(
+        roles(&agent),
+        [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
     // The second run saw the whole transcript.
     assert_eq!(model.requests()[2].messages.len(), 5);
     assert_eq!(model.requests()[2].system_prompt, "sys");
@@ -67,7 +91,16 @@ async fn subscribe_delivers_every_event_in_order_and_unsubscribe_stops_it() {
     agent.prompt("hi").await.unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
-        ["agent_start", "turn_start", "message_start", "message_end", "message_start", "message_end", "turn_end", "agent_end"]
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end"
+        ]
     );
     assert!(agent.unsubscribe(id));
     assert!(!agent.unsubscribe(id));
@@ -86,22 +119,26 @@ async fn listeners_are_awaited_in_order_and_block_the_run() {
             if persisted {
                 Ok(BeforeToolCall::allow())
             } else {
-                Err(ToolError::new("the assistant message was not persisted before preflight"))
+                Err(ToolError::new(
+                    "the assistant message was not persisted before preflight",
+                ))
             }
         }
     });
     let model = Arc::new(ScriptedModel::new([echo_call("t1", "x"), text("done")]));
-    let agent = Agent::new(model).with_tools(ToolRegistry::new().with(EchoTool)).with_config(config);
+    let agent = Agent::new(model)
+        .with_tools(ToolRegistry::new().with(EchoTool))
+        .with_config(config);
     let (first_log, flag) = (log.clone(), persisted.clone());
     agent.subscribe(move |event, _| {
         let (log, flag) = (first_log.clone(), flag.clone());
         async move {
-            if let AgentEvent::MessageEnd { message } = &event {
-                if message.as_assistant().is_some() {
-                    // A slow write: the loop must wait for it.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    flag.store(true, Ordering::SeqCst);
-                }
+            if let AgentEvent::MessageEnd { message } = &event
+                && message.as_assistant().is_some()
+            {
+                // A slow write: the loop must wait for it.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                flag.store(true, Ordering::SeqCst);
             }
             log.lock().unwrap().push(format!("first {}", event.kind()));
         }
@@ -115,8 +152,15 @@ async fn listeners_are_awaited_in_order_and_block_the_run() {
     let log = log.lock().unwrap();
     assert_eq!(log[0], "first agent_start");
     assert_eq!(log[1], "second agent_start");
-    assert!(log.chunks(2).all(|pair| pair[0].strip_prefix("first ") == pair[1].strip_prefix("second ")));
-    let results: Vec<_> = agent.messages().iter().filter_map(|m| m.as_tool_result().cloned()).collect();
+    assert!(
+        log.chunks(2)
+            .all(|pair| pair[0].strip_prefix("first ") == pair[1].strip_prefix("second "))
+    );
+    let results: Vec<_> = agent
+        .messages()
+        .iter()
+        .filter_map(|m| m.as_tool_result().cloned())
+        .collect();
     assert_eq!(results[0].text(), "echoed: x");
 }
 
@@ -126,13 +170,19 @@ async fn state_mutators() {
     agent.set_system_prompt("one");
     assert_eq!(agent.system_prompt(), "one");
     agent.append_message(Message::user("a"));
-    agent.replace_messages(vec![Arc::new(Message::user("b")), Arc::new(Message::user("c"))]);
+    agent.replace_messages(vec![
+        Arc::new(Message::user("b")),
+        Arc::new(Message::user("c")),
+    ]);
     assert_eq!(user_texts(&agent), ["b", "c"]);
     let replacement = Arc::new(ScriptedModel::new([text("replacement")]));
     agent.set_model(replacement.clone());
     agent.prompt("d").await.unwrap();
     assert_eq!(replacement.calls(), 1);
-    assert_eq!(agent.last_message().unwrap().as_assistant().unwrap().text(), "replacement");
+    assert_eq!(
+        agent.last_message().unwrap().as_assistant().unwrap().text(),
+        "replacement"
+    );
     agent.steer(Message::user("queued"));
     agent.reset();
     assert!(agent.messages().is_empty());
@@ -162,7 +212,11 @@ fn gated_model(gate: Arc<tokio::sync::Semaphore>, replies: Vec<AssistantMessage>
         let (gate, replies) = (gate.clone(), replies.clone());
         async move {
             gate.acquire().await.expect("open gate").forget();
-            replies.lock().unwrap().next().unwrap_or_else(|| text("out of replies"))
+            replies
+                .lock()
+                .unwrap()
+                .next()
+                .unwrap_or_else(|| text("out of replies"))
         }
     }))
 }
@@ -185,7 +239,10 @@ async fn prompt_and_continue_while_running_fail_with_pis_texts() {
         "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
     );
     let err = agent.continue_run().await.unwrap_err();
-    assert_eq!(err.to_string(), "Agent is already processing. Wait for completion before continuing.");
+    assert_eq!(
+        err.to_string(),
+        "Agent is already processing. Wait for completion before continuing."
+    );
     gate.add_permits(1);
     running.await.unwrap().unwrap();
     agent.wait_for_idle().await;
@@ -195,12 +252,18 @@ async fn prompt_and_continue_while_running_fail_with_pis_texts() {
 #[tokio::test]
 async fn continue_needs_messages_and_something_to_answer() {
     let agent = Agent::new(Arc::new(ScriptedModel::new([text("x")])));
-    assert_eq!(agent.continue_run().await.unwrap_err().to_string(), "No messages to continue from");
+    assert_eq!(
+        agent.continue_run().await.unwrap_err().to_string(),
+        "No messages to continue from"
+    );
     agent.append_message(Message::user("q"));
     agent.append_message(Message::Assistant(text("a")));
     let err = agent.continue_run().await.unwrap_err();
     assert_eq!(err, AgentError::ContinueFromAssistant);
-    assert_eq!(err.to_string(), "Cannot continue from message role: assistant");
+    assert_eq!(
+        err.to_string(),
+        "Cannot continue from message role: assistant"
+    );
 }
 
 #[tokio::test]
@@ -233,7 +296,10 @@ async fn continue_keeps_one_at_a_time_steering_from_an_assistant_tail() {
     agent.steer(Message::user("s1"));
     agent.steer(Message::user("s2"));
     agent.continue_run().await.unwrap();
-    assert_eq!(roles(&agent), ["assistant", "user", "assistant", "user", "assistant"]);
+    assert_eq!(
+        roles(&agent),
+        ["assistant", "user", "assistant", "user", "assistant"]
+    );
     assert_eq!(user_texts(&agent), ["s1", "s2"]);
     assert_eq!(model.calls(), 2);
 }
@@ -245,7 +311,10 @@ async fn follow_ups_in_all_mode_arrive_together() {
     agent.follow_up(Message::user("f1"));
     agent.follow_up(Message::user("f2"));
     agent.prompt("go").await.unwrap();
-    assert_eq!(roles(&agent), ["user", "assistant", "user", "user", "assistant"]);
+    assert_eq!(
+        roles(&agent),
+        ["user", "assistant", "user", "user", "assistant"]
+    );
     assert_eq!(model.calls(), 2);
 }
 
@@ -265,7 +334,10 @@ async fn steering_during_a_run_is_injected_after_the_turn() {
     *agent_slot.lock().unwrap() = Some(agent.clone());
     agent.prompt("go").await.unwrap();
     *agent_slot.lock().unwrap() = None;
-    assert_eq!(roles(&agent), ["user", "assistant", "toolResult", "user", "assistant"]);
+    assert_eq!(
+        roles(&agent),
+        ["user", "assistant", "toolResult", "user", "assistant"]
+    );
     assert_eq!(model.calls(), 2);
 }
 
@@ -296,14 +368,20 @@ async fn abort_stops_a_running_tool_and_the_run() {
     });
     agent.prompt("go").await.unwrap();
     let last = agent.last_message().unwrap();
-    assert_eq!(last.as_assistant().unwrap().stop_reason, StopReason::Aborted);
+    assert_eq!(
+        last.as_assistant().unwrap().stop_reason,
+        StopReason::Aborted
+    );
     assert!(agent.pending_tool_calls().is_empty());
     assert!(!agent.is_running());
 }
 
 #[tokio::test]
 async fn a_failed_response_sets_the_error() {
-    let model = Arc::new(ScriptedModel::new([AssistantMessage::failed(StopReason::Error, "rate limited")]));
+    let model = Arc::new(ScriptedModel::new([AssistantMessage::failed(
+        StopReason::Error,
+        "rate limited",
+    )]));
     let agent = Agent::new(model);
     agent.prompt("go").await.unwrap();
     assert_eq!(agent.error().as_deref(), Some("rate limited"));
@@ -314,16 +392,23 @@ async fn session_id_is_forwarded_to_the_model() {
     let model = Arc::new(ScriptedModel::new([text("ok")]));
     let mut options = StreamOptions::default();
     options.session_id = Some("session-42".into());
-    let agent = Agent::new(model.clone()).with_config(AgentLoopConfig::new().stream_options(options));
+    let agent =
+        Agent::new(model.clone()).with_config(AgentLoopConfig::new().stream_options(options));
     agent.prompt("go").await.unwrap();
-    assert_eq!(model.requests()[0].session_id.as_deref(), Some("session-42"));
+    assert_eq!(
+        model.requests()[0].session_id.as_deref(),
+        Some("session-42")
+    );
 }
 
 #[tokio::test]
 async fn the_streaming_message_follows_the_deltas() {
     let model = Arc::new(
-        ScriptedModel::new([AssistantMessage::new(vec![AssistantContent::text("Hello world")], StopReason::Stop)])
-            .streaming(ScriptedStreaming::Deltas),
+        ScriptedModel::new([AssistantMessage::new(
+            vec![AssistantContent::text("Hello world")],
+            StopReason::Stop,
+        )])
+        .streaming(ScriptedStreaming::Deltas),
     );
     let agent = Agent::new(model);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -338,7 +423,10 @@ async fn the_streaming_message_follows_the_deltas() {
         }
     });
     agent.prompt("go").await.unwrap();
-    assert_eq!(*seen.lock().unwrap(), ["", "Hello", "Hello world", "Hello world"]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["", "Hello", "Hello world", "Hello world"]
+    );
     assert!(agent.streaming_message().is_none());
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use pi_runtime::{
-    AfterToolCall, AgentLoopConfig, AssistantMessage, BeforeToolCall, FnModel, Message, ScriptedModel, StopReason,
-    ToolExecution,
+    AfterToolCall, AgentLoopConfig, AssistantMessage, BeforeToolCall, FnModel, Message,
+    ScriptedModel, StopReason, ToolExecution,
 };
 use pi_tool::{CancellationToken, Content, ExecutionMode, ToolError, ToolResult};
 use serde_json::{Value, json};
@@ -30,18 +30,30 @@ async fn a01_single_call() {
              agent_end [user,assistant,toolResult(t1),assistant]"
         )
     );
-    assert_eq!(ends(&events), vec![("t1".into(), false, "echoed: hi".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), false, "echoed: hi".into())]
+    );
     assert_eq!(model.calls(), 2);
     // The second request saw the result.
-    assert_eq!(model.requests()[1].roles(), ["user", "assistant", "toolResult"]);
+    assert_eq!(
+        model.requests()[1].roles(),
+        ["user", "assistant", "toolResult"]
+    );
     assert_eq!(model.requests()[0].tool_names(), ["echo"]);
 }
 
 #[tokio::test]
 async fn a02_unknown_tool() {
-    let model = scripted(vec![calls(vec![call("t1", "nope", json!({}))]), text("done")]);
+    let model = scripted(vec![
+        calls(vec![call("t1", "nope", json!({}))]),
+        text("done"),
+    ]);
     let events = run(echo_tools(), AgentLoopConfig::new(), model.clone()).await;
-    assert_eq!(ends(&events), vec![("t1".into(), true, "Tool nope not found".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), true, "Tool nope not found".into())]
+    );
     let results = results(&events);
     assert_eq!(results[0].text(), "Tool nope not found");
     assert!(results[0].is_error);
@@ -51,9 +63,15 @@ async fn a02_unknown_tool() {
 
 #[tokio::test]
 async fn a02_unknown_tool_suggests_a_close_name() {
-    let model = scripted(vec![calls(vec![call("t1", "ecko", json!({"value": "x"}))]), text("done")]);
+    let model = scripted(vec![
+        calls(vec![call("t1", "ecko", json!({"value": "x"}))]),
+        text("done"),
+    ]);
     let events = run(echo_tools(), AgentLoopConfig::new(), model).await;
-    assert_eq!(ends(&events)[0].2, "Tool ecko not found (did you mean \"echo\"?)");
+    assert_eq!(
+        ends(&events)[0].2,
+        "Tool ecko not found (did you mean \"echo\"?)"
+    );
 }
 
 #[tokio::test]
@@ -64,7 +82,10 @@ async fn a03_missing_required_argument() {
         counter.fetch_add(1, Ordering::SeqCst);
         async { Ok(ToolResult::text("ran")) }
     });
-    let model = scripted(vec![calls(vec![call("t1", "echo", json!({}))]), text("done")]);
+    let model = scripted(vec![
+        calls(vec![call("t1", "echo", json!({}))]),
+        text("done"),
+    ]);
     let context = pi_runtime::AgentContext::new("").with_tool(tool);
     let events = run(context, AgentLoopConfig::new(), model.clone()).await;
     assert_eq!(
@@ -82,7 +103,10 @@ async fn a03_missing_required_argument() {
 #[tokio::test]
 async fn a04_before_tool_call_blocks() {
     let model = scripted(vec![
-        calls(vec![call("t1", "echo", json!({"value": "a"})), call("t2", "echo", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "echo", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
     let config = AgentLoopConfig::new().before_tool_call(|ctx| async move {
@@ -120,19 +144,33 @@ async fn a05_failing_tool_errors_and_panics() {
         ]),
         text("done"),
     ]);
-    let context = pi_runtime::AgentContext::new("").with_tools([fails.arc(), raw.arc(), panics.arc()]);
+    let context =
+        pi_runtime::AgentContext::new("").with_tools([fails.arc(), raw.arc(), panics.arc()]);
     let events = run(context, AgentLoopConfig::new(), model.clone()).await;
     let results = results(&events);
-    assert_eq!(results.iter().map(|r| r.text()).collect::<Vec<_>>(), ["boom", "raw string", "Tool panics panicked: kaboom"]);
+    assert_eq!(
+        results.iter().map(|r| r.text()).collect::<Vec<_>>(),
+        ["boom", "raw string", "Tool panics panicked: kaboom"]
+    );
     assert!(results.iter().all(|r| r.is_error && r.details == json!({})));
     assert_eq!(model.calls(), 2, "a failing tool never stops the agent");
 }
 
 #[tokio::test]
 async fn a05_tool_returning_is_error_counts_as_error() {
-    let tool = FnTool::value("soft", |_, _| async { Ok(ToolResult::text("not found").with_is_error(true)) });
-    let model = scripted(vec![calls(vec![call("t1", "soft", json!({"value": "x"}))]), text("done")]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
+    let tool = FnTool::value("soft", |_, _| async {
+        Ok(ToolResult::text("not found").with_is_error(true))
+    });
+    let model = scripted(vec![
+        calls(vec![call("t1", "soft", json!({"value": "x"}))]),
+        text("done"),
+    ]);
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(ends(&events), vec![("t1".into(), true, "not found".into())]);
     assert!(results(&events)[0].is_error);
 }
@@ -148,20 +186,34 @@ async fn a06_after_tool_call_overrides() {
         text("done"),
     ]);
     let config = AgentLoopConfig::new().after_tool_call(|ctx| async move {
-        assert_eq!(ctx.result.text_content(), format!("echoed: {}", ctx.args["value"].as_str().unwrap()));
+        assert_eq!(
+            ctx.result.text_content(),
+            format!("echoed: {}", ctx.args["value"].as_str().unwrap())
+        );
         assert!(!ctx.is_error);
         match ctx.tool_call.id.as_str() {
-            "t1" => Ok(AfterToolCall::keep().content(vec![Content::text("rewritten")]).is_error(true)),
+            "t1" => Ok(AfterToolCall::keep()
+                .content(vec![Content::text("rewritten")])
+                .is_error(true)),
             "t2" => Err(ToolError::new("after failed")),
             _ => Ok(AfterToolCall::keep().details(json!({"replaced": 1}))),
         }
     });
     let events = run(echo_tools(), config, model).await;
     let results = results(&events);
-    assert_eq!((results[0].text().as_str(), results[0].is_error), ("rewritten", true));
-    assert_eq!((results[1].text().as_str(), results[1].is_error), ("after failed", true));
+    assert_eq!(
+        (results[0].text().as_str(), results[0].is_error),
+        ("rewritten", true)
+    );
+    assert_eq!(
+        (results[1].text().as_str(), results[1].is_error),
+        ("after failed", true)
+    );
     assert_eq!(results[1].details, json!({}));
-    assert_eq!((results[2].text().as_str(), results[2].is_error), ("echoed: c", false));
+    assert_eq!(
+        (results[2].text().as_str(), results[2].is_error),
+        ("echoed: c", false)
+    );
     assert_eq!(results[2].details, json!({"replaced": 1}));
 }
 
@@ -170,7 +222,10 @@ fn updating(name: &str, ms: u64) -> FnTool {
     FnTool::value(name, move |args, ctx| async move {
         ctx.update(ToolResult::text("working"));
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-        Ok(ToolResult::text(format!("done {}", args["value"].as_str().unwrap_or_default())))
+        Ok(ToolResult::text(format!(
+            "done {}",
+            args["value"].as_str().unwrap_or_default()
+        )))
     })
 }
 
@@ -187,7 +242,8 @@ fn mixed_batch() -> Vec<AssistantMessage> {
 
 #[tokio::test(start_paused = true)]
 async fn a07_parallel_with_an_immediate_error() {
-    let context = pi_runtime::AgentContext::new("").with_tools([updating("slow", 50).arc(), updating("fast", 10).arc()]);
+    let context = pi_runtime::AgentContext::new("")
+        .with_tools([updating("slow", 50).arc(), updating("fast", 10).arc()]);
     let events = run(context, AgentLoopConfig::new(), scripted(mixed_batch())).await;
     assert_eq!(
         trace(&events)[6..18].join("\n"),
@@ -201,7 +257,8 @@ async fn a07_parallel_with_an_immediate_error() {
 
 #[tokio::test(start_paused = true)]
 async fn a08_same_batch_sequential() {
-    let context = pi_runtime::AgentContext::new("").with_tools([updating("slow", 50).arc(), updating("fast", 10).arc()]);
+    let context = pi_runtime::AgentContext::new("")
+        .with_tools([updating("slow", 50).arc(), updating("fast", 10).arc()]);
     let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential);
     let events = run(context, config, scripted(mixed_batch())).await;
     assert_eq!(
@@ -215,13 +272,18 @@ async fn a08_same_batch_sequential() {
 }
 
 fn terminating(name: &str, terminate: bool) -> FnTool {
-    FnTool::value(name, move |_, _| async move { Ok(ToolResult::text("ok").with_terminate(terminate)) })
+    FnTool::value(name, move |_, _| async move {
+        Ok(ToolResult::text("ok").with_terminate(terminate))
+    })
 }
 
 #[tokio::test]
 async fn a09_terminate_when_every_result_terminates() {
     let model = scripted(vec![
-        calls(vec![call("t1", "stop", json!({"value": "a"})), call("t2", "stop", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "stop", json!({"value": "a"})),
+            call("t2", "stop", json!({"value": "b"})),
+        ]),
         text("never sent"),
     ]);
     let context = pi_runtime::AgentContext::new("").with_tool(terminating("stop", true));
@@ -244,10 +306,16 @@ async fn a09_terminate_when_every_result_terminates() {
 #[tokio::test]
 async fn a10_mixed_terminate_continues() {
     let model = scripted(vec![
-        calls(vec![call("t1", "stop", json!({"value": "a"})), call("t2", "go", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "stop", json!({"value": "a"})),
+            call("t2", "go", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    let context = pi_runtime::AgentContext::new("").with_tools([terminating("stop", true).arc(), terminating("go", false).arc()]);
+    let context = pi_runtime::AgentContext::new("").with_tools([
+        terminating("stop", true).arc(),
+        terminating("go", false).arc(),
+    ]);
     run(context, AgentLoopConfig::new(), model.clone()).await;
     assert_eq!(model.calls(), 2);
 }
@@ -255,7 +323,10 @@ async fn a10_mixed_terminate_continues() {
 #[tokio::test]
 async fn a11_terminate_and_an_unknown_tool_continues() {
     let model = scripted(vec![
-        calls(vec![call("t1", "stop", json!({"value": "a"})), call("t2", "nope", json!({}))]),
+        calls(vec![
+            call("t1", "stop", json!({"value": "a"})),
+            call("t2", "nope", json!({})),
+        ]),
         text("done"),
     ]);
     let context = pi_runtime::AgentContext::new("").with_tool(terminating("stop", true));
@@ -272,7 +343,10 @@ async fn a12_steering_queued_during_a_tool_waits_for_the_batch() {
         async { Ok(ToolResult::text("queued")) }
     });
     let model = scripted(vec![
-        calls(vec![call("t1", "steer", json!({"value": "a"})), call("t2", "echo", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "steer", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
     let source = queue.clone();
@@ -289,7 +363,10 @@ async fn a12_steering_queued_during_a_tool_waits_for_the_batch() {
          message_start assistant\nmessage_end assistant\nturn_end []\n\
          agent_end [user,assistant,toolResult(t1),toolResult(t2),user(steer!),assistant]"
     );
-    assert_eq!(model.requests()[1].roles(), ["user", "assistant", "toolResult", "toolResult", "user"]);
+    assert_eq!(
+        model.requests()[1].roles(),
+        ["user", "assistant", "toolResult", "toolResult", "user"]
+    );
 }
 
 #[tokio::test]
@@ -298,9 +375,20 @@ async fn a13_follow_up() {
     let counter = polls.clone();
     let config = AgentLoopConfig::new().follow_up(move || {
         let first = counter.fetch_add(1, Ordering::SeqCst) == 0;
-        async move { if first { vec![Message::user("follow")] } else { Vec::new() } }
+        async move {
+            if first {
+                vec![Message::user("follow")]
+            } else {
+                Vec::new()
+            }
+        }
     });
-    let events = run(echo_tools(), config, scripted(vec![text("one"), text("two")])).await;
+    let events = run(
+        echo_tools(),
+        config,
+        scripted(vec![text("one"), text("two")]),
+    )
+    .await;
     assert_eq!(
         trace_str(&events),
         format!(
@@ -334,13 +422,27 @@ async fn a15_length_stop_refuses_the_calls_and_continues() {
         counter.fetch_add(1, Ordering::SeqCst);
         async { Ok(ToolResult::text("ran")) }
     });
-    let mut truncated = calls(vec![call("t1", "echo", json!({"value": "x"})), call("t2", "echo", json!({"value": "y"}))]);
+    let mut truncated = calls(vec![
+        call("t1", "echo", json!({"value": "x"})),
+        call("t2", "echo", json!({"value": "y"})),
+    ]);
     truncated.stop_reason = StopReason::Length;
     let model = scripted(vec![truncated, text("done")]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model.clone()).await;
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model.clone(),
+    )
+    .await;
     let text = "Tool call \"echo\" was not executed: the response hit the output token limit, so its arguments may be \
                 truncated. Re-issue the tool call with complete arguments.";
-    assert_eq!(ends(&events), vec![("t1".into(), true, text.into()), ("t2".into(), true, text.into())]);
+    assert_eq!(
+        ends(&events),
+        vec![
+            ("t1".into(), true, text.into()),
+            ("t2".into(), true, text.into())
+        ]
+    );
     assert_eq!(executed.load(Ordering::SeqCst), 0);
     assert_eq!(model.calls(), 2);
 }
@@ -351,7 +453,10 @@ async fn a16_stop_reason_stop_with_a_tool_call_runs_it() {
     message.stop_reason = StopReason::Stop;
     let model = scripted(vec![message, text("done")]);
     let events = run(echo_tools(), AgentLoopConfig::new(), model.clone()).await;
-    assert_eq!(ends(&events), vec![("t1".into(), false, "echoed: x".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), false, "echoed: x".into())]
+    );
     assert_eq!(model.calls(), 2);
 }
 
@@ -390,12 +495,18 @@ async fn a17_abort_during_a_tool() {
              agent_end [user,assistant,toolResult(t1),assistant(aborted)]"
         )
     );
-    assert_eq!(ends(&events)[0], ("t1".into(), true, "Operation aborted".into()));
+    assert_eq!(
+        ends(&events)[0],
+        ("t1".into(), true, "Operation aborted".into())
+    );
 }
 
 fn shim_tool() -> FnTool {
     FnTool::value("echo", |args, _| async move {
-        Ok(ToolResult::text(format!("echoed: {}", args["value"].as_str().unwrap_or_default())))
+        Ok(ToolResult::text(format!(
+            "echoed: {}",
+            args["value"].as_str().unwrap_or_default()
+        )))
     })
     .prepare(|args| match args.get("text") {
         Some(text) if text.as_str() == Some("bad") => Err(ToolError::new("bad shim")),
@@ -406,15 +517,34 @@ fn shim_tool() -> FnTool {
 
 #[tokio::test]
 async fn a18_prepare_arguments_shim() {
-    let model = scripted(vec![calls(vec![call("t1", "echo", json!({"text": "legacy"}))]), text("done")]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(shim_tool()), AgentLoopConfig::new(), model).await;
-    assert_eq!(ends(&events), vec![("t1".into(), false, "echoed: legacy".into())]);
+    let model = scripted(vec![
+        calls(vec![call("t1", "echo", json!({"text": "legacy"}))]),
+        text("done"),
+    ]);
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(shim_tool()),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), false, "echoed: legacy".into())]
+    );
 }
 
 #[tokio::test]
 async fn a19_prepare_arguments_fails() {
-    let model = scripted(vec![calls(vec![call("t1", "echo", json!({"text": "bad"}))]), text("done")]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(shim_tool()), AgentLoopConfig::new(), model).await;
+    let model = scripted(vec![
+        calls(vec![call("t1", "echo", json!({"text": "bad"}))]),
+        text("done"),
+    ]);
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(shim_tool()),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(ends(&events), vec![("t1".into(), true, "bad shim".into())]);
 }
 
@@ -423,10 +553,18 @@ async fn a20_sequential_tool_makes_the_batch_sequential() {
     let overlap = Arc::new(Overlap::default());
     let tool = sleeper("seq", 10, overlap.clone()).mode(ExecutionMode::Sequential);
     let model = scripted(vec![
-        calls(vec![call("t1", "seq", json!({"value": "a"})), call("t2", "seq", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "seq", json!({"value": "a"})),
+            call("t2", "seq", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(
         trace(&events)[6..14].join("\n"),
         "tool_execution_start t1\ntool_execution_end t1\nmessage_start toolResult(t1)\nmessage_end toolResult(t1)\n\
@@ -477,24 +615,41 @@ async fn a22_coercion_and_hook_inputs() {
     let hook_seen: Arc<Mutex<Vec<(Value, Value)>>> = Arc::default();
     let hook_log = hook_seen.clone();
     let config = AgentLoopConfig::new().before_tool_call(move |ctx| {
-        hook_log.lock().unwrap().push((ctx.tool_call.arguments.clone(), ctx.args.clone()));
+        hook_log
+            .lock()
+            .unwrap()
+            .push((ctx.tool_call.arguments.clone(), ctx.args.clone()));
         async { Ok(BeforeToolCall::allow()) }
     });
-    let model = scripted(vec![calls(vec![call("t1", "num", json!({"n": "5"}))]), text("done")]);
-    let events = run(pi_runtime::AgentContext::new("").with_tool(tool), config, model).await;
+    let model = scripted(vec![
+        calls(vec![call("t1", "num", json!({"n": "5"}))]),
+        text("done"),
+    ]);
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(tool),
+        config,
+        model,
+    )
+    .await;
     let start_args = events.iter().find_map(|e| match e {
         pi_runtime::AgentEvent::ToolExecutionStart { call } => Some(call.arguments().clone()),
         _ => None,
     });
     assert_eq!(start_args, Some(json!({"n": "5"})));
-    assert_eq!(*hook_seen.lock().unwrap(), vec![(json!({"n": "5"}), json!({"n": 5}))]);
+    assert_eq!(
+        *hook_seen.lock().unwrap(),
+        vec![(json!({"n": "5"}), json!({"n": 5}))]
+    );
     assert_eq!(*seen.lock().unwrap(), vec![json!({"n": 5})]);
 }
 
 #[tokio::test]
 async fn a23_before_tool_call_error_is_immediate() {
     let model = scripted(vec![
-        calls(vec![call("t1", "echo", json!({"value": "a"})), call("t2", "echo", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "echo", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
     let config = AgentLoopConfig::new().before_tool_call(|ctx| async move {
@@ -509,14 +664,20 @@ async fn a23_before_tool_call_error_is_immediate() {
         trace(&events)[6..10].join("\n"),
         "tool_execution_start t1\ntool_execution_start t2\ntool_execution_end t2\ntool_execution_end t1"
     );
-    assert_eq!(ends(&events)[0], ("t2".into(), true, "hook exploded".into()));
+    assert_eq!(
+        ends(&events)[0],
+        ("t2".into(), true, "hook exploded".into())
+    );
 }
 
 #[tokio::test]
 async fn a24_duplicate_tool_names_use_the_first() {
     let first = FnTool::value("dup", |_, _| async { Ok(ToolResult::text("first")) });
     let second = FnTool::value("dup", |_, _| async { Ok(ToolResult::text("second")) });
-    let model = scripted(vec![calls(vec![call("t1", "dup", json!({"value": "x"}))]), text("done")]);
+    let model = scripted(vec![
+        calls(vec![call("t1", "dup", json!({"value": "x"}))]),
+        text("done"),
+    ]);
     let context = pi_runtime::AgentContext::new("").with_tools([first.arc(), second.arc()]);
     let events = run(context, AgentLoopConfig::new(), model).await;
     assert_eq!(ends(&events)[0].2, "first");
@@ -553,12 +714,19 @@ async fn a25_late_updates_are_ignored() {
             }
         }
     }));
-    let events = run(pi_runtime::AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
+    let events = run(
+        pi_runtime::AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert!(late_sent.load(Ordering::SeqCst));
     let updates: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            pi_runtime::AgentEvent::ToolExecutionUpdate { partial_result, .. } => Some(partial_result.text_content()),
+            pi_runtime::AgentEvent::ToolExecutionUpdate { partial_result, .. } => {
+                Some(partial_result.text_content())
+            }
             _ => None,
         })
         .collect();

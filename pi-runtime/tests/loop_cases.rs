@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use pi_runtime::{
-    AgentContext, AgentEvent, AgentLoopConfig, AgentLoopError, AssistantContent, AssistantEvent, AssistantMessage,
-    BeforeToolCall, CustomMessage, FnModel, Message, ScriptedModel, ScriptedStreaming, StopReason, ToolExecution,
-    agent_loop, agent_loop_continue,
+    AgentContext, AgentEvent, AgentLoopConfig, AgentLoopError, AssistantContent, AssistantEvent,
+    AssistantMessage, BeforeToolCall, CustomMessage, FnModel, Message, ScriptedModel,
+    ScriptedStreaming, StopReason, ToolExecution, agent_loop, agent_loop_continue,
 };
 use pi_tool::{CancellationToken, ExecutionMode, ToolError, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
@@ -30,8 +30,16 @@ fn custom(kind: &str) -> Message {
 #[tokio::test]
 async fn t01_events_of_a_text_reply() {
     let model = scripted(vec![text("Hi there")]);
-    let events = run(AgentContext::new("sys"), AgentLoopConfig::new(), model.clone()).await;
-    assert_eq!(trace_str(&events), format!("{E}\nturn_end []\nagent_end [user,assistant]"));
+    let events = run(
+        AgentContext::new("sys"),
+        AgentLoopConfig::new(),
+        model.clone(),
+    )
+    .await;
+    assert_eq!(
+        trace_str(&events),
+        format!("{E}\nturn_end []\nagent_end [user,assistant]")
+    );
     let request = &model.requests()[0];
     assert_eq!(request.system_prompt, "sys");
     assert_eq!(request.roles(), ["user"]);
@@ -41,7 +49,10 @@ async fn t01_events_of_a_text_reply() {
 async fn t02_convert_to_llm_filters_custom_messages() {
     let model = scripted(vec![text("ok")]);
     let config = AgentLoopConfig::new().convert_to_llm(|messages| async move {
-        messages.into_iter().filter(|m| !matches!(**m, Message::Custom(_))).collect()
+        messages
+            .into_iter()
+            .filter(|m| !matches!(**m, Message::Custom(_)))
+            .collect()
     });
     let context = AgentContext::new("").with_messages([custom("notification")]);
     run(context, config, model.clone()).await;
@@ -77,11 +88,17 @@ async fn t03_transform_context_runs_before_convert_to_llm() {
 async fn t04_tool_calls_and_results() {
     let model = scripted(vec![echo_call("tool-1", "hello"), text("done")]);
     let events = run(echo_tools(), AgentLoopConfig::new(), model.clone()).await;
-    assert_eq!(ends(&events), vec![("tool-1".into(), false, "echoed: hello".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("tool-1".into(), false, "echoed: hello".into())]
+    );
     let last = new_messages(&events).last().cloned().unwrap();
     assert_eq!(last.as_assistant().unwrap().text(), "done");
     let result = &results(&events)[0];
-    assert_eq!((result.tool_name.as_str(), result.tool_call_id.as_str()), ("echo", "tool-1"));
+    assert_eq!(
+        (result.tool_name.as_str(), result.tool_call_id.as_str()),
+        ("echo", "tool-1")
+    );
     assert!(result.duration_ms.is_some());
 }
 
@@ -118,17 +135,30 @@ async fn t06_prepare_arguments_folds_a_legacy_shape() {
         async { Ok(ToolResult::text("edited")) }
     })
     .prepare(|mut args| {
-        if let (Some(old), Some(new)) = (args.get("oldText").cloned(), args.get("newText").cloned()) {
+        if let (Some(old), Some(new)) = (args.get("oldText").cloned(), args.get("newText").cloned())
+        {
             args = json!({"edits": [{"oldText": old, "newText": new}]});
         }
         Ok(args)
     });
     let model = scripted(vec![
-        calls(vec![call("t1", "edit", json!({"oldText": "before", "newText": "after"}))]),
+        calls(vec![call(
+            "t1",
+            "edit",
+            json!({"oldText": "before", "newText": "after"}),
+        )]),
         text("done"),
     ]);
-    run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
-    assert_eq!(*received.lock().unwrap(), vec![json!([{"oldText": "before", "newText": "after"}])]);
+    run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
+    assert_eq!(
+        *received.lock().unwrap(),
+        vec![json!([{"oldText": "before", "newText": "after"}])]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -137,17 +167,31 @@ async fn t07_ends_in_completion_order_results_in_source_order() {
     let slow = sleeper("slow", 20, overlap.clone());
     let fast = sleeper("fast", 1, overlap.clone());
     let model = scripted(vec![
-        calls(vec![call("tool-1", "slow", json!({"value": "a"})), call("tool-2", "fast", json!({"value": "b"}))]),
+        calls(vec![
+            call("tool-1", "slow", json!({"value": "a"})),
+            call("tool-2", "fast", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    let events = run(AgentContext::new("").with_tools([slow.arc(), fast.arc()]), AgentLoopConfig::new(), model).await;
+    let events = run(
+        AgentContext::new("").with_tools([slow.arc(), fast.arc()]),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     let end_order: Vec<String> = ends(&events).into_iter().map(|(id, ..)| id).collect();
     assert_eq!(end_order, ["tool-2", "tool-1"]);
     let message_ends: Vec<String> = trace(&events)
         .into_iter()
         .filter(|line| line.starts_with("message_end toolResult"))
         .collect();
-    assert_eq!(message_ends, ["message_end toolResult(tool-1)", "message_end toolResult(tool-2)"]);
+    assert_eq!(
+        message_ends,
+        [
+            "message_end toolResult(tool-1)",
+            "message_end toolResult(tool-2)"
+        ]
+    );
     assert!(trace(&events).contains(&"turn_end [tool-1,tool-2]".to_owned()));
     assert_eq!(overlap.max(), 2, "the calls ran in parallel");
 }
@@ -157,17 +201,31 @@ async fn t08_steering_is_injected_after_the_whole_batch() {
     let executions: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = executions.clone();
     let tool = FnTool::value("echo", move |args, _| {
-        log.lock().unwrap().push(args["value"].as_str().unwrap_or_default().to_owned());
+        log.lock()
+            .unwrap()
+            .push(args["value"].as_str().unwrap_or_default().to_owned());
         async { Ok(ToolResult::text("ok")) }
     });
     let done = executions.clone();
     let delivered = Arc::new(AtomicUsize::new(0));
-    let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential).steering(move || {
-        let ready = !done.lock().unwrap().is_empty() && delivered.fetch_add(1, Ordering::SeqCst) == 0;
-        async move { if ready { vec![Message::user("interrupt")] } else { Vec::new() } }
-    });
+    let config = AgentLoopConfig::new()
+        .tool_execution(ToolExecution::Sequential)
+        .steering(move || {
+            let ready =
+                !done.lock().unwrap().is_empty() && delivered.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                if ready {
+                    vec![Message::user("interrupt")]
+                } else {
+                    Vec::new()
+                }
+            }
+        });
     let model = scripted(vec![
-        calls(vec![call("t1", "echo", json!({"value": "first"})), call("t2", "echo", json!({"value": "second"}))]),
+        calls(vec![
+            call("t1", "echo", json!({"value": "first"})),
+            call("t2", "echo", json!({"value": "second"})),
+        ]),
         text("done"),
     ]);
     let events = run(AgentContext::new("").with_tool(tool), config, model.clone()).await;
@@ -185,12 +243,23 @@ async fn t09_sequential_tool_forces_a_sequential_batch() {
     let overlap = Arc::new(Overlap::default());
     let tool = sleeper("seq", 5, overlap.clone()).mode(ExecutionMode::Sequential);
     let model = scripted(vec![
-        calls(vec![call("tool-1", "seq", json!({"value": "a"})), call("tool-2", "seq", json!({"value": "b"}))]),
+        calls(vec![
+            call("tool-1", "seq", json!({"value": "a"})),
+            call("tool-2", "seq", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    let events = run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
+    let events = run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(overlap.max(), 1);
-    let ids: Vec<String> = results(&events).into_iter().map(|r| r.tool_call_id).collect();
+    let ids: Vec<String> = results(&events)
+        .into_iter()
+        .map(|r| r.tool_call_id)
+        .collect();
     assert_eq!(ids, ["tool-1", "tool-2"]);
 }
 
@@ -200,10 +269,18 @@ async fn t10_one_sequential_tool_makes_the_mixed_batch_sequential() {
     let slow = sleeper("slow", 20, overlap.clone()).mode(ExecutionMode::Sequential);
     let fast = sleeper("fast", 1, overlap.clone()).mode(ExecutionMode::Parallel);
     let model = scripted(vec![
-        calls(vec![call("t1", "slow", json!({"value": "a"})), call("t2", "fast", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "slow", json!({"value": "a"})),
+            call("t2", "fast", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    run(AgentContext::new("").with_tools([slow.arc(), fast.arc()]), AgentLoopConfig::new(), model).await;
+    run(
+        AgentContext::new("").with_tools([slow.arc(), fast.arc()]),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(overlap.order().first().map(String::as_str), Some("slow:a"));
     assert_eq!(overlap.max(), 1);
 }
@@ -213,10 +290,18 @@ async fn t11_parallel_tools_overlap() {
     let overlap = Arc::new(Overlap::default());
     let tool = sleeper("par", 5, overlap.clone()).mode(ExecutionMode::Parallel);
     let model = scripted(vec![
-        calls(vec![call("t1", "par", json!({"value": "a"})), call("t2", "par", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "par", json!({"value": "a"})),
+            call("t2", "par", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
-    run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model).await;
+    run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     assert_eq!(overlap.max(), 2);
 }
 
@@ -237,7 +322,11 @@ async fn t12_should_stop_after_turn_skips_the_queues() {
             async { Vec::new() }
         })
         .should_stop_after_turn(move |ctx| {
-            let ids = ctx.tool_results.iter().filter_map(|m| m.as_tool_result()).map(|r| r.tool_call_id.clone());
+            let ids = ctx
+                .tool_results
+                .iter()
+                .filter_map(|m| m.as_tool_result())
+                .map(|r| r.tool_call_id.clone());
             log.lock().unwrap().extend(ids);
             let roles: Vec<&str> = ctx.messages.iter().map(|m| m.role()).collect();
             assert_eq!(roles, ["user", "assistant", "toolResult"]);
@@ -271,9 +360,19 @@ async fn t12_should_stop_after_turn_skips_the_queues() {
 
 #[tokio::test]
 async fn t13_terminate_on_every_result_stops() {
-    let tool = FnTool::value("done", |_, _| async { Ok(ToolResult::text("bye").with_terminate(true)) });
-    let model = scripted(vec![calls(vec![call("t1", "done", json!({"value": "x"}))]), text("never")]);
-    let events = run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model.clone()).await;
+    let tool = FnTool::value("done", |_, _| async {
+        Ok(ToolResult::text("bye").with_terminate(true))
+    });
+    let model = scripted(vec![
+        calls(vec![call("t1", "done", json!({"value": "x"}))]),
+        text("never"),
+    ]);
+    let events = run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model.clone(),
+    )
+    .await;
     assert_eq!(model.calls(), 1);
     let roles: Vec<&str> = new_messages(&events).iter().map(|m| m.role()).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult"]);
@@ -286,13 +385,24 @@ async fn t14_partial_terminate_continues() {
         Ok(ToolResult::text("ok").with_terminate(args["value"] == "first"))
     });
     let model = scripted(vec![
-        calls(vec![call("t1", "maybe", json!({"value": "first"})), call("t2", "maybe", json!({"value": "second"}))]),
+        calls(vec![
+            call("t1", "maybe", json!({"value": "first"})),
+            call("t2", "maybe", json!({"value": "second"})),
+        ]),
         text("done"),
     ]);
-    let events = run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model.clone()).await;
+    let events = run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model.clone(),
+    )
+    .await;
     assert_eq!(model.calls(), 2);
     let roles: Vec<&str> = new_messages(&events).iter().map(|m| m.role()).collect();
-    assert_eq!(roles, ["user", "assistant", "toolResult", "toolResult", "assistant"]);
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    );
 }
 
 #[tokio::test]
@@ -307,29 +417,54 @@ async fn t15_after_tool_call_can_terminate() {
 #[tokio::test]
 async fn t16_continue_needs_messages() {
     let model = scripted(vec![]);
-    let err = agent_loop_continue(AgentContext::new(""), AgentLoopConfig::new(), model, CancellationToken::new()).unwrap_err();
+    let err = agent_loop_continue(
+        AgentContext::new(""),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+    )
+    .unwrap_err();
     assert_eq!(err, AgentLoopError::NoMessages);
     assert_eq!(err.to_string(), "Cannot continue: no messages in context");
 }
 
 #[tokio::test]
 async fn t16_continue_refuses_an_assistant_tail() {
-    let context = AgentContext::new("").with_messages([Message::user("hi"), Message::Assistant(text("hello"))]);
-    let err = agent_loop_continue(context, AgentLoopConfig::new(), scripted(vec![]), CancellationToken::new()).unwrap_err();
-    assert_eq!(err.to_string(), "Cannot continue from message role: assistant");
+    let context = AgentContext::new("")
+        .with_messages([Message::user("hi"), Message::Assistant(text("hello"))]);
+    let err = agent_loop_continue(
+        context,
+        AgentLoopConfig::new(),
+        scripted(vec![]),
+        CancellationToken::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Cannot continue from message role: assistant"
+    );
 }
 
 #[tokio::test]
 async fn t17_continue_emits_no_prompt_events() {
     let model = scripted(vec![text("answer")]);
     let context = AgentContext::new("").with_messages([Message::user("question")]);
-    let stream = agent_loop_continue(context, AgentLoopConfig::new(), model.clone(), CancellationToken::new()).unwrap();
+    let stream = agent_loop_continue(
+        context,
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    )
+    .unwrap();
     let events = collect(stream).await;
     assert_eq!(
         trace_str(&events),
         "agent_start\nturn_start\nmessage_start assistant\nmessage_end assistant\nturn_end []\nagent_end [assistant]"
     );
-    assert_eq!(events.iter().filter(|e| e.kind() == "message_end").count(), 1);
+    assert_eq!(
+        events.iter().filter(|e| e.kind() == "message_end").count(),
+        1
+    );
     assert_eq!(model.requests()[0].roles(), ["user"]);
 }
 
@@ -340,13 +475,16 @@ async fn t18_custom_last_message_is_the_callers_business() {
         messages
             .into_iter()
             .map(|m| match &*m {
-                Message::Custom(c) => Arc::new(Message::user(c.data["text"].as_str().unwrap_or_default())),
+                Message::Custom(c) => {
+                    Arc::new(Message::user(c.data["text"].as_str().unwrap_or_default()))
+                }
                 _ => m,
             })
             .collect()
     });
     let context = AgentContext::new("").with_messages([custom("note")]);
-    let stream = agent_loop_continue(context, config, model.clone(), CancellationToken::new()).unwrap();
+    let stream =
+        agent_loop_continue(context, config, model.clone(), CancellationToken::new()).unwrap();
     let events = collect(stream).await;
     let roles: Vec<&str> = new_messages(&events).iter().map(|m| m.role()).collect();
     assert_eq!(roles, ["assistant"]);
@@ -356,27 +494,52 @@ async fn t18_custom_last_message_is_the_callers_business() {
 #[tokio::test]
 async fn messages_returns_the_new_messages() {
     let model = scripted(vec![echo_call("t1", "x"), text("done")]);
-    let stream = agent_loop(vec![Message::user("go")], echo_tools(), AgentLoopConfig::new(), model, CancellationToken::new());
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        echo_tools(),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+    );
     let roles: Vec<&str> = stream.messages().await.iter().map(|m| m.role()).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
 }
 
 #[tokio::test]
 async fn lockstep_stream_gives_the_same_events() {
-    let start = |model| agent_loop(vec![Message::user("go")], echo_tools(), AgentLoopConfig::new(), model, CancellationToken::new());
-    let lockstep = collect(start(scripted(vec![echo_call("t1", "x"), text("done")])).lockstep()).await;
-    let read_ahead = collect(start(scripted(vec![echo_call("t1", "x"), text("done")])).read_ahead(1000)).await;
+    let start = |model| {
+        agent_loop(
+            vec![Message::user("go")],
+            echo_tools(),
+            AgentLoopConfig::new(),
+            model,
+            CancellationToken::new(),
+        )
+    };
+    let lockstep =
+        collect(start(scripted(vec![echo_call("t1", "x"), text("done")])).lockstep()).await;
+    let read_ahead =
+        collect(start(scripted(vec![echo_call("t1", "x"), text("done")])).read_ahead(1000)).await;
     assert_eq!(trace(&lockstep), trace(&read_ahead));
-    assert_eq!(trace(&lockstep).last().unwrap(), "agent_end [user,assistant,toolResult(t1),assistant]");
+    assert_eq!(
+        trace(&lockstep).last().unwrap(),
+        "agent_end [user,assistant,toolResult(t1),assistant]"
+    );
 }
 
 #[tokio::test]
 async fn streamed_deltas_become_message_updates() {
     let message = AssistantMessage::new(
-        vec![AssistantContent::thinking("hmm"), AssistantContent::text("Hello world"), call("t1", "echo", json!({"value": "x"}))],
+        vec![
+            AssistantContent::thinking("hmm"),
+            AssistantContent::text("Hello world"),
+            call("t1", "echo", json!({"value": "x"})),
+        ],
         StopReason::ToolUse,
     );
-    let model = Arc::new(ScriptedModel::new([message.clone(), text("done")]).streaming(ScriptedStreaming::Deltas));
+    let model = Arc::new(
+        ScriptedModel::new([message.clone(), text("done")]).streaming(ScriptedStreaming::Deltas),
+    );
     let events = run(echo_tools(), AgentLoopConfig::new(), model).await;
     // Rebuild the message from the start and the updates, as a UI would.
     let mut rebuilt = AssistantMessage::empty();
@@ -391,7 +554,10 @@ async fn streamed_deltas_become_message_updates() {
         }
     }
     assert_eq!(rebuilt.content, message.content);
-    let updates = events.iter().filter(|e| e.kind() == "message_update").count();
+    let updates = events
+        .iter()
+        .filter(|e| e.kind() == "message_update")
+        .count();
     // Start, two deltas and end per block: three blocks, then the final text's block.
     assert_eq!(updates, 3 * 4 + 4);
     assert!(events.iter().any(|e| matches!(e, AgentEvent::MessageUpdate { event } if matches!(**event, AssistantEvent::TextDelta { .. }))));
@@ -404,7 +570,10 @@ async fn an_exhausted_script_ends_the_run_with_an_error() {
     let last = new_messages(&events).last().cloned().unwrap();
     let last = last.as_assistant().unwrap();
     assert_eq!(last.stop_reason, StopReason::Error);
-    assert_eq!(last.error_message.as_deref(), Some(pi_runtime::SCRIPT_EXHAUSTED));
+    assert_eq!(
+        last.error_message.as_deref(),
+        Some(pi_runtime::SCRIPT_EXHAUSTED)
+    );
 }
 
 #[tokio::test]
@@ -420,19 +589,36 @@ async fn abort_before_the_batch_skips_every_call() {
     let aborter = signal.clone();
     let model = Arc::new(FnModel::new(move |_| {
         aborter.cancel();
-        async { calls(vec![call("t1", "echo", json!({"value": "a"})), call("t2", "echo", json!({"value": "b"}))]) }
+        async {
+            calls(vec![
+                call("t1", "echo", json!({"value": "a"})),
+                call("t2", "echo", json!({"value": "b"})),
+            ])
+        }
     }));
-    let stream = agent_loop(vec![Message::user("go")], AgentContext::new("").with_tool(tool), AgentLoopConfig::new(), model.clone(), signal);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model.clone(),
+        signal,
+    );
     let events = collect(stream).await;
     assert_eq!(executed.load(Ordering::SeqCst), 0);
     assert_eq!(
         ends(&events),
-        vec![("t1".into(), true, "Operation aborted".into()), ("t2".into(), true, "Operation aborted".into())]
+        vec![
+            ("t1".into(), true, "Operation aborted".into()),
+            ("t2".into(), true, "Operation aborted".into())
+        ]
     );
     // The loop does not ask the model again once aborted: it ends with an aborted message.
     assert_eq!(model.calls(), 1);
     let last = new_messages(&events).last().cloned().unwrap();
-    assert_eq!(last.as_assistant().unwrap().stop_reason, StopReason::Aborted);
+    assert_eq!(
+        last.as_assistant().unwrap().stop_reason,
+        StopReason::Aborted
+    );
 }
 
 #[tokio::test]
@@ -449,10 +635,19 @@ async fn abort_in_before_tool_call_runs_no_tool() {
         Ok(BeforeToolCall::allow())
     });
     let model = scripted(vec![echo_call("t1", "x"), text("never")]);
-    let stream = agent_loop(vec![Message::user("go")], AgentContext::new("").with_tool(tool), config, model, signal);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(tool),
+        config,
+        model,
+        signal,
+    );
     let events = collect(stream).await;
     assert_eq!(executed.load(Ordering::SeqCst), 0);
-    assert_eq!(ends(&events), vec![("t1".into(), true, "Operation aborted".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), true, "Operation aborted".into())]
+    );
 }
 
 #[tokio::test]
@@ -461,21 +656,35 @@ async fn a_sequential_batch_stops_after_an_abort() {
     let executed: Arc<Mutex<Vec<String>>> = Arc::default();
     let (log, aborter) = (executed.clone(), signal.clone());
     let tool = FnTool::value("work", move |args, _| {
-        log.lock().unwrap().push(args["value"].as_str().unwrap_or_default().to_owned());
+        log.lock()
+            .unwrap()
+            .push(args["value"].as_str().unwrap_or_default().to_owned());
         aborter.cancel();
         async { Ok(ToolResult::text("done")) }
     });
     let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential);
     let model = scripted(vec![
-        calls(vec![call("t1", "work", json!({"value": "a"})), call("t2", "work", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "work", json!({"value": "a"})),
+            call("t2", "work", json!({"value": "b"})),
+        ]),
         text("never"),
     ]);
-    let stream = agent_loop(vec![Message::user("go")], AgentContext::new("").with_tool(tool), config, model.clone(), signal);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(tool),
+        config,
+        model.clone(),
+        signal,
+    );
     let events = collect(stream).await;
     assert_eq!(*executed.lock().unwrap(), ["a"]);
     assert_eq!(
         ends(&events),
-        vec![("t1".into(), false, "done".into()), ("t2".into(), true, "Operation aborted".into())]
+        vec![
+            ("t1".into(), false, "done".into()),
+            ("t2".into(), true, "Operation aborted".into())
+        ]
     );
     assert_eq!(model.calls(), 1);
 }
@@ -484,21 +693,35 @@ async fn a_sequential_batch_stops_after_an_abort() {
 async fn max_parallel_caps_concurrency() {
     let overlap = Arc::new(Overlap::default());
     let tool = sleeper("work", 10, overlap.clone());
-    let batch = (0..6).map(|i| call(&format!("t{i}"), "work", json!({"value": i.to_string()}))).collect();
+    let batch = (0..6)
+        .map(|i| call(&format!("t{i}"), "work", json!({"value": i.to_string()})))
+        .collect();
     let model = scripted(vec![calls(batch), text("done")]);
-    let events = run(AgentContext::new("").with_tool(tool), AgentLoopConfig::new().max_parallel(2), model).await;
+    let events = run(
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new().max_parallel(2),
+        model,
+    )
+    .await;
     assert_eq!(overlap.max(), 2);
-    let ids: Vec<String> = results(&events).into_iter().map(|r| r.tool_call_id).collect();
+    let ids: Vec<String> = results(&events)
+        .into_iter()
+        .map(|r| r.tool_call_id)
+        .collect();
     assert_eq!(ids, ["t0", "t1", "t2", "t3", "t4", "t5"]);
 }
 
 #[tokio::test]
 async fn a_blocked_call_can_terminate_the_batch() {
-    let config = AgentLoopConfig::new()
-        .before_tool_call(|_| async { Ok(BeforeToolCall::block("denied by the user").with_terminate(true)) });
+    let config = AgentLoopConfig::new().before_tool_call(|_| async {
+        Ok(BeforeToolCall::block("denied by the user").with_terminate(true))
+    });
     let model = scripted(vec![echo_call("t1", "x"), text("never")]);
     let events = run(echo_tools(), config, model.clone()).await;
-    assert_eq!(ends(&events), vec![("t1".into(), true, "denied by the user".into())]);
+    assert_eq!(
+        ends(&events),
+        vec![("t1".into(), true, "denied by the user".into())]
+    );
     assert_eq!(model.calls(), 1);
 }
 
@@ -512,15 +735,26 @@ async fn panicking_hooks_become_error_results() {
     });
     let config = config.after_tool_call(|_| async { panic!("redactor bug") });
     let model = scripted(vec![
-        calls(vec![call("t1", "echo", json!({"value": "a"})), call("t2", "echo", json!({"value": "b"}))]),
+        calls(vec![
+            call("t1", "echo", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+        ]),
         text("done"),
     ]);
     let events = run(echo_tools(), config, model.clone()).await;
     assert_eq!(
         ends(&events),
         vec![
-            ("t1".into(), true, "before_tool_call panicked: policy bug".into()),
-            ("t2".into(), true, "after_tool_call panicked: redactor bug".into())
+            (
+                "t1".into(),
+                true,
+                "before_tool_call panicked: policy bug".into()
+            ),
+            (
+                "t2".into(),
+                true,
+                "after_tool_call panicked: redactor bug".into()
+            )
         ]
     );
     assert_eq!(model.calls(), 2);
@@ -533,8 +767,14 @@ async fn a_panicking_model_ends_the_run_with_an_error_message() {
     let last = new_messages(&events).last().cloned().unwrap();
     let last = last.as_assistant().unwrap();
     assert_eq!(last.stop_reason, StopReason::Error);
-    assert_eq!(last.error_message.as_deref(), Some("the model panicked: provider bug"));
-    assert_eq!(trace(&events).last().unwrap(), "agent_end [user,assistant(error)]");
+    assert_eq!(
+        last.error_message.as_deref(),
+        Some("the model panicked: provider bug")
+    );
+    assert_eq!(
+        trace(&events).last().unwrap(),
+        "agent_end [user,assistant(error)]"
+    );
 }
 
 /// Unlock the vault.
@@ -552,7 +792,9 @@ async fn open_vault() -> String {
 #[tokio::test]
 async fn added_tool_names_activate_tools_for_the_next_turn() {
     let available = ToolRegistry::new().with(UnlockTool).with(OpenVaultTool);
-    let context = AgentContext::new("").with_available(available).with_tool(UnlockTool);
+    let context = AgentContext::new("")
+        .with_available(available)
+        .with_tool(UnlockTool);
     let model = scripted(vec![
         calls(vec![call("t1", "unlock", json!({}))]),
         calls(vec![call("t2", "open_vault", json!({}))]),
@@ -573,8 +815,15 @@ async fn registry_state_reaches_state_parameters() {
     async fn greet(name: String, prefix: pi_tool::State<Prefix>) -> String {
         format!("{} {name}", prefix.0)
     }
-    let context = AgentContext::new("").with_registry(ToolRegistry::new().with(GreetTool).with_state(Prefix("Hello")));
-    let model = scripted(vec![calls(vec![call("t1", "greet", json!({"name": "Ada"}))]), text("done")]);
+    let context = AgentContext::new("").with_registry(
+        ToolRegistry::new()
+            .with(GreetTool)
+            .with_state(Prefix("Hello")),
+    );
+    let model = scripted(vec![
+        calls(vec![call("t1", "greet", json!({"name": "Ada"}))]),
+        text("done"),
+    ]);
     let events = run(context, AgentLoopConfig::new(), model).await;
     assert_eq!(ends(&events)[0].2, "Hello Ada");
 }
@@ -590,7 +839,12 @@ async fn the_api_key_hook_runs_before_every_request() {
     let model = scripted(vec![echo_call("t1", "x"), text("done")]);
     run(echo_tools(), config, model.clone()).await;
     assert_eq!(asked.load(Ordering::SeqCst), 2);
-    assert!(model.requests().iter().all(|r| r.api_key.as_deref() == Some("key-for-scripted")));
+    assert!(
+        model
+            .requests()
+            .iter()
+            .all(|r| r.api_key.as_deref() == Some("key-for-scripted"))
+    );
 }
 
 #[tokio::test]
@@ -602,8 +856,16 @@ async fn tool_errors_from_state_and_arguments_are_results() {
         let _ = &*db;
         "never".to_owned()
     }
-    let model = scripted(vec![calls(vec![call("t1", "needs_state", json!({}))]), text("done")]);
-    let events = run(AgentContext::new("").with_tool(NeedsStateTool), AgentLoopConfig::new(), model).await;
+    let model = scripted(vec![
+        calls(vec![call("t1", "needs_state", json!({}))]),
+        text("done"),
+    ]);
+    let events = run(
+        AgentContext::new("").with_tool(NeedsStateTool),
+        AgentLoopConfig::new(),
+        model,
+    )
+    .await;
     let (_, is_error, text) = &ends(&events)[0];
     assert!(is_error);
     assert!(text.contains("Missing"), "{text}");

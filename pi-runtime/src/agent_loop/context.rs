@@ -100,7 +100,14 @@ impl fmt::Debug for AgentContext {
         f.debug_struct("AgentContext")
             .field("system_prompt", &self.system_prompt)
             .field("messages", &self.messages.len())
-            .field("tools", &self.tools.iter().map(|t| t.spec().name.as_str()).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self
+                    .tools
+                    .iter()
+                    .map(|t| t.spec().name.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("available", &self.available)
             .field("state", &self.state)
             .finish()

@@ -39,7 +39,9 @@ impl Shared {
 
     fn lock(&self) -> MutexGuard<'_, VecDeque<AgentEvent>> {
         // A panic while holding the lock cannot leave the queue inconsistent: keep using it.
-        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Moves every queued event into `out` (which the caller has emptied).

@@ -46,8 +46,16 @@ impl Run {
 
     /// Emits a message's start and end and appends it to the transcript.
     async fn add_message(&mut self, message: Arc<Message>) {
-        self.emitter.emit(AgentEvent::MessageStart { message: Arc::clone(&message) }).await;
-        self.emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(&message) }).await;
+        self.emitter
+            .emit(AgentEvent::MessageStart {
+                message: Arc::clone(&message),
+            })
+            .await;
+        self.emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(&message),
+            })
+            .await;
         self.transcript.push(Arc::clone(&message));
         self.new_messages.push(message);
     }
@@ -79,7 +87,9 @@ impl Run {
 
                 let assistant = self.stream_assistant().await;
                 self.new_messages.push(Arc::clone(&assistant));
-                let stop_reason = assistant.as_assistant().map_or(StopReason::Error, |m| m.stop_reason);
+                let stop_reason = assistant
+                    .as_assistant()
+                    .map_or(StopReason::Error, |m| m.stop_reason);
                 if matches!(stop_reason, StopReason::Error | StopReason::Aborted) {
                     self.emitter
                         .emit(AgentEvent::TurnEnd {
@@ -92,7 +102,9 @@ impl Run {
 
                 has_more_tool_calls = false;
                 let mut tool_results = Vec::new();
-                let has_calls = assistant.as_assistant().is_some_and(|m| m.tool_calls().next().is_some());
+                let has_calls = assistant
+                    .as_assistant()
+                    .is_some_and(|m| m.tool_calls().next().is_some());
                 if has_calls {
                     let outcome = {
                         let env = BatchEnv {
@@ -131,7 +143,9 @@ impl Run {
                         Ok(true) => return,
                         Ok(false) => {}
                         Err(panic) => {
-                            tracing::error!("should_stop_after_turn panicked: {panic}; stopping the run");
+                            tracing::error!(
+                                "should_stop_after_turn panicked: {panic}; stopping the run"
+                            );
                             return;
                         }
                     }
@@ -153,7 +167,9 @@ impl Run {
                 Some(tool) => {
                     self.tools.activate(tool);
                 }
-                None => tracing::warn!("a tool result added the tool `{name}`, but no available tool has that name"),
+                None => tracing::warn!(
+                    "a tool result added the tool `{name}`, but no available tool has that name"
+                ),
             }
         }
     }
@@ -193,12 +209,23 @@ impl Run {
     /// One model request: streams the response, emitting its message events, and appends it.
     async fn stream_assistant(&mut self) -> Arc<Message> {
         let mut started = false;
-        let message = self.request(&mut started).await.unwrap_or_else(|failed| failed);
+        let message = self
+            .request(&mut started)
+            .await
+            .unwrap_or_else(|failed| failed);
         let message = Arc::new(Message::Assistant(message));
         if !started {
-            self.emitter.emit(AgentEvent::MessageStart { message: Arc::clone(&message) }).await;
+            self.emitter
+                .emit(AgentEvent::MessageStart {
+                    message: Arc::clone(&message),
+                })
+                .await;
         }
-        self.emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(&message) }).await;
+        self.emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(&message),
+            })
+            .await;
         self.transcript.push(Arc::clone(&message));
         message
     }
@@ -207,14 +234,17 @@ impl Run {
     /// was emitted for its streamed start. Failures of the hooks or the model come back as
     /// failed messages (`Err`).
     async fn request(&self, started: &mut bool) -> Result<AssistantMessage, AssistantMessage> {
-        let llm_messages = self.llm_messages().await.map_err(|text| self.failed(StopReason::Error, text))?;
+        let llm_messages = self
+            .llm_messages()
+            .await
+            .map_err(|text| self.failed(StopReason::Error, text))?;
         let keyed_options;
         let options = match &self.config.get_api_key {
             Some(resolve) => {
                 let provider = self.model.provider().to_owned();
-                let key = guarded(|| resolve(provider))
-                    .await
-                    .map_err(|panic| self.failed(StopReason::Error, format!("get_api_key panicked: {panic}")))?;
+                let key = guarded(|| resolve(provider)).await.map_err(|panic| {
+                    self.failed(StopReason::Error, format!("get_api_key panicked: {panic}"))
+                })?;
                 let mut options = self.options.clone();
                 if key.is_some() {
                     options.api_key = key;
@@ -232,12 +262,15 @@ impl Run {
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),
             tools: self.tools.specs(),
         };
-        let mut stream = guarded_sync(|| self.model.stream(context, options))
-            .map_err(|panic| self.failed(StopReason::Error, format!("the model panicked: {panic}")))?;
+        let mut stream = guarded_sync(|| self.model.stream(context, options)).map_err(|panic| {
+            self.failed(StopReason::Error, format!("the model panicked: {panic}"))
+        })?;
         loop {
             let next = super::guard::guarded_next(&mut stream)
                 .await
-                .map_err(|panic| self.failed(StopReason::Error, format!("the model panicked: {panic}")))?;
+                .map_err(|panic| {
+                    self.failed(StopReason::Error, format!("the model panicked: {panic}"))
+                })?;
             match next {
                 None => {
                     return Err(self.failed(
@@ -248,7 +281,9 @@ impl Run {
                 Some(AssistantEvent::Start { partial }) => {
                     *started = true;
                     let message = Arc::new(Message::Assistant(partial));
-                    self.emitter.emit(AgentEvent::MessageStart { message }).await;
+                    self.emitter
+                        .emit(AgentEvent::MessageStart { message })
+                        .await;
                 }
                 Some(AssistantEvent::Done { message, .. }) => return Ok(message),
                 Some(AssistantEvent::Error { error, .. }) => return Ok(error),
@@ -256,7 +291,9 @@ impl Run {
                     // Deltas before `Start` are ignored, like pi.
                     if *started {
                         self.emitter
-                            .emit(AgentEvent::MessageUpdate { event: Box::new(event) })
+                            .emit(AgentEvent::MessageUpdate {
+                                event: Box::new(event),
+                            })
                             .await;
                     }
                 }

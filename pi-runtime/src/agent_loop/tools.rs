@@ -10,8 +10,8 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use pi_tool::{
-    AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call, prepare_call,
-    tool_not_found_message,
+    AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
+    prepare_call, tool_not_found_message,
 };
 use serde_json::Value;
 
@@ -76,7 +76,10 @@ struct Finished {
 }
 
 /// Runs every tool call of `assistant`.
-pub(crate) async fn execute_tool_calls(env: &BatchEnv<'_>, assistant: &Arc<Message>) -> BatchOutcome {
+pub(crate) async fn execute_tool_calls(
+    env: &BatchEnv<'_>,
+    assistant: &Arc<Message>,
+) -> BatchOutcome {
     let Some(message) = assistant.as_assistant() else {
         return BatchOutcome {
             results: Vec::new(),
@@ -91,8 +94,9 @@ pub(crate) async fn execute_tool_calls(env: &BatchEnv<'_>, assistant: &Arc<Messa
         .filter_map(|(index, _)| ToolCallRef::new(Arc::clone(assistant), index))
         .collect();
     let truncated = message.stop_reason == StopReason::Length;
-    let hook_messages: Option<Arc<[Arc<Message>]>> =
-        (env.config.before_tool_call.is_some() || env.config.after_tool_call.is_some()).then(|| env.transcript.into());
+    let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
+        || env.config.after_tool_call.is_some())
+    .then(|| env.transcript.into());
     let batch = Batch {
         env,
         truncated,
@@ -164,7 +168,9 @@ impl Batch<'_, '_> {
                 .await;
             let started = Instant::now();
             match self.prepare(call.clone(), started).await {
-                Preparation::Immediate(result) => slots.push(Some(self.finish(&call, result, started).await)),
+                Preparation::Immediate(result) => {
+                    slots.push(Some(self.finish(&call, result, started).await))
+                }
                 Preparation::Ready(prepared) => {
                     ready.push((slots.len(), prepared));
                     slots.push(None);
@@ -179,9 +185,13 @@ impl Batch<'_, '_> {
         let mut waiting = ready.into_iter();
         let mut running = FuturesUnordered::new();
         let mut finished_first = Vec::new();
-        let start = |slot: usize, prepared: Prepared| Box::pin(async move { (slot, self.execute(prepared).await) });
+        let start = |slot: usize, prepared: Prepared| {
+            Box::pin(async move { (slot, self.execute(prepared).await) })
+        };
         while running.len() < limit {
-            let Some((slot, prepared)) = waiting.next() else { break };
+            let Some((slot, prepared)) = waiting.next() else {
+                break;
+            };
             let mut execution = start(slot, prepared);
             match poll_once(execution.as_mut()).await {
                 Poll::Ready((slot, (call, result, started))) => {
@@ -197,7 +207,9 @@ impl Batch<'_, '_> {
         }
         loop {
             while running.len() < limit {
-                let Some((slot, prepared)) = waiting.next() else { break };
+                let Some((slot, prepared)) = waiting.next() else {
+                    break;
+                };
                 running.push(start(slot, prepared));
             }
             let Some((slot, (call, result, started))) = running.next().await else {
@@ -238,14 +250,19 @@ impl Batch<'_, '_> {
                 assistant_message: Arc::clone(call.message()),
                 tool_call: call.block().call.clone(),
                 args: args.clone(),
-                messages: self.hook_messages.clone().unwrap_or_else(|| self.env.transcript.into()),
+                messages: self
+                    .hook_messages
+                    .clone()
+                    .unwrap_or_else(|| self.env.transcript.into()),
                 signal: self.env.signal.clone(),
             };
             match guarded(|| hook(ctx)).await {
                 Ok(Ok(decision)) => {
                     if decision.block {
                         let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
-                        return Preparation::Immediate(ToolResult::error(reason).with_terminate(decision.terminate));
+                        return Preparation::Immediate(
+                            ToolResult::error(reason).with_terminate(decision.terminate),
+                        );
                     }
                     if let Some(replaced) = decision.args {
                         args = replaced;
@@ -253,7 +270,9 @@ impl Batch<'_, '_> {
                 }
                 Ok(Err(err)) => return Preparation::Immediate(ToolResult::error(err.message())),
                 Err(panic) => {
-                    return Preparation::Immediate(ToolResult::error(format!("before_tool_call panicked: {panic}")));
+                    return Preparation::Immediate(ToolResult::error(format!(
+                        "before_tool_call panicked: {panic}"
+                    )));
                 }
             }
             if self.env.signal.is_cancelled() {
@@ -297,7 +316,8 @@ impl Batch<'_, '_> {
             }
             Some(_) => {
                 // Boxed so that the hook's state does not grow every call's future.
-                let result = Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
+                let result =
+                    Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
                 (call, result, started)
             }
         }
@@ -321,7 +341,10 @@ impl Batch<'_, '_> {
             args,
             is_error: result.is_error,
             result: result.clone(),
-            messages: self.hook_messages.clone().unwrap_or_else(|| self.env.transcript.into()),
+            messages: self
+                .hook_messages
+                .clone()
+                .unwrap_or_else(|| self.env.transcript.into()),
             signal: self.env.signal.clone(),
         };
         match guarded(|| hook(hook_ctx)).await {
@@ -340,7 +363,12 @@ impl Batch<'_, '_> {
     }
 
     /// Builds the result message and the `ToolExecutionEnd` event to emit for it.
-    fn finish_quietly(&self, call: &ToolCallRef, result: ToolResult, started: Instant) -> (Finished, AgentEvent) {
+    fn finish_quietly(
+        &self,
+        call: &ToolCallRef,
+        result: ToolResult,
+        started: Instant,
+    ) -> (Finished, AgentEvent) {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let ToolResult {
             content,
@@ -377,8 +405,16 @@ impl Batch<'_, '_> {
 
     async fn emit_message(&self, message: &Arc<Message>) {
         let emitter = self.env.emitter;
-        emitter.emit(AgentEvent::MessageStart { message: Arc::clone(message) }).await;
-        emitter.emit(AgentEvent::MessageEnd { message: Arc::clone(message) }).await;
+        emitter
+            .emit(AgentEvent::MessageStart {
+                message: Arc::clone(message),
+            })
+            .await;
+        emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(message),
+            })
+            .await;
     }
 }
 

@@ -7,10 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 use pi_runtime::{
-    AgentContext, AgentEvent, AgentLoopConfig, AgentStream, AssistantContent, AssistantMessage, Message, Model,
-    StopReason, agent_loop,
+    AgentContext, AgentEvent, AgentLoopConfig, AgentStream, AssistantContent, AssistantMessage,
+    Message, Model, StopReason, agent_loop,
 };
-use pi_tool::{AgentTool, BoxFuture, CancellationToken, ExecutionMode, ToolContext, ToolError, ToolResult, ToolSpec, tool};
+use pi_tool::{
+    AgentTool, BoxFuture, CancellationToken, ExecutionMode, ToolContext, ToolError, ToolResult,
+    ToolSpec, tool,
+};
 use serde_json::{Value, json};
 
 /// Echo the value.
@@ -19,7 +22,9 @@ pub async fn echo(value: String) -> String {
     format!("echoed: {value}")
 }
 
-type Run = Arc<dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync>;
+type Run = Arc<
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync,
+>;
 type Prepare = Arc<dyn Fn(Value) -> Result<Value, ToolError> + Send + Sync>;
 
 /// A hand-written tool whose behaviour is a closure.
@@ -63,7 +68,10 @@ impl FnTool {
         self
     }
 
-    pub fn prepare(mut self, prepare: impl Fn(Value) -> Result<Value, ToolError> + Send + Sync + 'static) -> Self {
+    pub fn prepare(
+        mut self,
+        prepare: impl Fn(Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Self {
         self.prepare = Some(Arc::new(prepare));
         self
     }
@@ -93,7 +101,11 @@ impl AgentTool for FnTool {
         }
     }
 
-    fn execute(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
         (self.run)(args, ctx)
     }
 }
@@ -168,8 +180,19 @@ pub fn echo_tools() -> AgentContext {
 }
 
 /// Runs `agent_loop` with the prompt `go` and collects every event.
-pub async fn run(context: AgentContext, config: AgentLoopConfig, model: Arc<dyn Model>) -> Vec<AgentEvent> {
-    collect(agent_loop(vec![Message::user("go")], context, config, model, CancellationToken::new())).await
+pub async fn run(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+) -> Vec<AgentEvent> {
+    collect(agent_loop(
+        vec![Message::user("go")],
+        context,
+        config,
+        model,
+        CancellationToken::new(),
+    ))
+    .await
 }
 
 pub async fn collect(mut stream: AgentStream) -> Vec<AgentEvent> {
@@ -197,7 +220,11 @@ fn role(message: &Message) -> String {
 }
 
 fn roles(messages: &[Arc<Message>]) -> String {
-    messages.iter().map(|m| role(m)).collect::<Vec<_>>().join(",")
+    messages
+        .iter()
+        .map(|m| role(m))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// One line per event: `kind`, plus the message role, the call id, or the result ids.
@@ -207,9 +234,15 @@ pub fn trace(events: &[AgentEvent]) -> Vec<String> {
         .map(|event| match event {
             AgentEvent::MessageStart { message } => format!("message_start {}", role(message)),
             AgentEvent::MessageEnd { message } => format!("message_end {}", role(message)),
-            AgentEvent::ToolExecutionStart { call } => format!("tool_execution_start {}", call.id()),
-            AgentEvent::ToolExecutionUpdate { call, .. } => format!("tool_execution_update {}", call.id()),
-            AgentEvent::ToolExecutionEnd { call, .. } => format!("tool_execution_end {}", call.id()),
+            AgentEvent::ToolExecutionStart { call } => {
+                format!("tool_execution_start {}", call.id())
+            }
+            AgentEvent::ToolExecutionUpdate { call, .. } => {
+                format!("tool_execution_update {}", call.id())
+            }
+            AgentEvent::ToolExecutionEnd { call, .. } => {
+                format!("tool_execution_end {}", call.id())
+            }
             AgentEvent::TurnEnd { tool_results, .. } => {
                 let ids: Vec<&str> = tool_results
                     .iter()
@@ -235,9 +268,11 @@ pub const E: &str = "agent_start\nturn_start\nmessage_start user\nmessage_end us
 /// The tool-result messages of a run, in order.
 pub fn results(events: &[AgentEvent]) -> Vec<pi_runtime::ToolResultMessage> {
     match events.last() {
-        Some(AgentEvent::AgentEnd { messages }) => {
-            messages.iter().filter_map(|m| m.as_tool_result()).cloned().collect()
-        }
+        Some(AgentEvent::AgentEnd { messages }) => messages
+            .iter()
+            .filter_map(|m| m.as_tool_result())
+            .cloned()
+            .collect(),
         _ => panic!("the run did not end with agent_end"),
     }
 }
@@ -247,10 +282,18 @@ pub fn ends(events: &[AgentEvent]) -> Vec<(String, bool, String)> {
     events
         .iter()
         .filter_map(|event| match event {
-            AgentEvent::ToolExecutionEnd { call, result, is_error, .. } => Some((
+            AgentEvent::ToolExecutionEnd {
+                call,
+                result,
+                is_error,
+                ..
+            } => Some((
                 call.id().to_owned(),
                 *is_error,
-                result.as_tool_result().map(|r| r.text()).unwrap_or_default(),
+                result
+                    .as_tool_result()
+                    .map(|r| r.text())
+                    .unwrap_or_default(),
             )),
             _ => None,
         })

@@ -1,11 +1,12 @@
 //! What the loop reports as it runs (pi's `AgentEvent`).
 
+use std::fmt;
 use std::sync::Arc;
 
-use pi_tool::ToolResult;
+use pi_tool::{ToolResult, Usage};
 use serde_json::Value;
 
-use crate::message::Message;
+use crate::message::{AssistantContent, AssistantMessage, Message, ToolCallBlock};
 use crate::model::AssistantEvent;
 
 /// One step of a run, in the order pi emits them:
@@ -13,7 +14,8 @@ use crate::model::AssistantEvent;
 /// while an assistant message streams), `ToolExecutionStart`/`Update`/`End` per tool call,
 /// `TurnEnd`, and finally `AgentEnd`.
 ///
-/// Messages are shared (`Arc`), so an event never copies the transcript.
+/// Messages are shared (`Arc`), and tool events point into the assistant message that made the
+/// call ([`ToolCallRef`]), so an event never copies the transcript, a call or its arguments.
 #[derive(Clone, Debug)]
 pub enum AgentEvent {
     /// The run began.
@@ -39,8 +41,9 @@ pub enum AgentEvent {
     },
     /// The assistant response streamed more content.
     MessageUpdate {
-        /// The streamed event.
-        event: AssistantEvent,
+        /// The streamed event (boxed: deltas are rare next to the other events, and small
+        /// events keep the whole stream cheap).
+        event: Box<AssistantEvent>,
     },
     /// A message is complete and in the transcript.
     MessageEnd {
@@ -49,34 +52,30 @@ pub enum AgentEvent {
     },
     /// A tool call is about to be prepared and run.
     ToolExecutionStart {
-        /// The call id.
-        tool_call_id: String,
-        /// The tool name.
-        tool_name: String,
-        /// The arguments as the model sent them.
-        args: Value,
+        /// The call: id, tool name and the arguments as the model sent them.
+        call: ToolCallRef,
     },
     /// A running tool streamed a partial result.
     ToolExecutionUpdate {
-        /// The call id.
-        tool_call_id: String,
-        /// The tool name.
-        tool_name: String,
-        /// The arguments as the model sent them.
-        args: Value,
+        /// The call.
+        call: ToolCallRef,
         /// The partial result.
-        partial_result: ToolResult,
+        partial_result: Box<ToolResult>,
     },
     /// A tool call finished (successfully or not).
     ToolExecutionEnd {
-        /// The call id.
-        tool_call_id: String,
-        /// The tool name.
-        tool_name: String,
-        /// The final result (after `after_tool_call`).
-        result: ToolResult,
+        /// The call.
+        call: ToolCallRef,
+        /// The tool-result message that answers the call (after `after_tool_call`): its
+        /// content, details, `is_error` and `duration_ms`. The same `Arc` is later emitted in
+        /// `MessageStart`/`MessageEnd` and appended to the transcript.
+        result: Arc<Message>,
         /// Whether it counts as an error.
         is_error: bool,
+        /// Whether the result asked the loop to stop after this batch.
+        terminate: bool,
+        /// Token usage of the tool itself, when it reported one.
+        usage: Option<Box<Usage>>,
         /// Preparation plus execution time, in milliseconds.
         duration_ms: u64,
     },
@@ -97,5 +96,107 @@ impl AgentEvent {
             AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
         }
+    }
+
+    /// The tool call a `ToolExecution*` event is about.
+    pub fn tool_call(&self) -> Option<&ToolCallRef> {
+        match self {
+            AgentEvent::ToolExecutionStart { call }
+            | AgentEvent::ToolExecutionUpdate { call, .. }
+            | AgentEvent::ToolExecutionEnd { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The message of a `MessageStart`/`MessageEnd` event.
+    pub fn message(&self) -> Option<&Arc<Message>> {
+        match self {
+            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
+                Some(message)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A tool call inside the assistant message that made it: a shared pointer to that message and
+/// the index of the call's block. Cloning costs one reference count, never a copy of the
+/// arguments.
+#[derive(Clone)]
+pub struct ToolCallRef {
+    message: Arc<Message>,
+    index: usize,
+}
+
+impl ToolCallRef {
+    /// Points at the tool-call block `index` of `message`, or `None` when `message` is not an
+    /// assistant message or that block is not a tool call.
+    pub fn new(message: Arc<Message>, index: usize) -> Option<Self> {
+        match message.as_assistant()?.content.get(index)? {
+            AssistantContent::ToolCall(_) => Some(ToolCallRef { message, index }),
+            _ => None,
+        }
+    }
+
+    /// The tool-call block (id, name, raw arguments, provider signature).
+    pub fn block(&self) -> &ToolCallBlock {
+        // `new` checked that the block exists and is a tool call, and messages are immutable.
+        match self
+            .message
+            .as_assistant()
+            .and_then(|m| m.content.get(self.index))
+        {
+            Some(AssistantContent::ToolCall(block)) => block,
+            _ => unreachable!("a ToolCallRef always points at a tool-call block"),
+        }
+    }
+
+    /// The call id.
+    pub fn id(&self) -> &str {
+        &self.block().call.id
+    }
+
+    /// The name of the called tool.
+    pub fn name(&self) -> &str {
+        &self.block().call.name
+    }
+
+    /// The arguments as the model sent them (before `prepare_arguments` and validation).
+    pub fn arguments(&self) -> &Value {
+        &self.block().call.arguments
+    }
+
+    /// The assistant message that made the call.
+    pub fn assistant_message(&self) -> &AssistantMessage {
+        match self.message.as_assistant() {
+            Some(message) => message,
+            None => unreachable!("a ToolCallRef always points into an assistant message"),
+        }
+    }
+
+    /// The assistant message, shared.
+    pub fn message(&self) -> &Arc<Message> {
+        &self.message
+    }
+
+    /// The index of the call's block in the message's content.
+    pub fn content_index(&self) -> usize {
+        self.index
+    }
+}
+
+impl fmt::Debug for ToolCallRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCallRef")
+            .field("id", &self.id())
+            .field("name", &self.name())
+            .field("arguments", self.arguments())
+            .finish()
+    }
+}
+
+impl PartialEq for ToolCallRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.block() == other.block()
     }
 }

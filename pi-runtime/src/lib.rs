@@ -10,3 +10,18 @@ pub use message::{
     ToolResultMessage, UserMessage, now_ms,
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
+
+mod agent;
+mod agent_loop;
+mod config;
+mod scripted;
+
+pub use agent::{Agent, AgentError, Listener, ListenerId, Prompt, QueueMode};
+pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agent_loop_continue};
+pub use config::{
+    AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook,
+    BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, MessageSource, MessagesHook,
+    ShouldStopHook, ToolExecution, TurnEndContext,
+};
+pub use event::ToolCallRef;
+pub use scripted::{FnModel, ModelRequest, SCRIPT_EXHAUSTED, ScriptedModel, ScriptedStreaming};

@@ -1,0 +1,655 @@
+//! Workloads W1-W5 of pi's agent-loop benchmark (`/work/shared/bench/pi/README.md`), run on
+//! `pi_runtime::agent_loop` with a scripted model, and optionally side by side with pi itself.
+//!
+//! ```text
+//! cargo bench -p pi-runtime --bench loop_workloads                 # ours only
+//! cargo bench -p pi-runtime --bench loop_workloads -- --compare     # ours and pi (node), with ratios
+//! options: --only W1,W4  --runs N  --warmup N  --pi-json FILE (reuse a pi result)  --pi-sh PATH
+//! ```
+//!
+//! Each workload runs in its own child process (this binary re-executed with `--child W`), so
+//! peak RSS (`VmHWM`) is per workload, like pi's harness.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use pi_runtime::{
+    AgentContext, AgentEvent, AgentLoopConfig, AssistantContent, AssistantMessage, Message,
+    ScriptedModel, StopReason, ToolExecution, agent_loop,
+};
+use pi_tool::schemars::JsonSchema;
+use pi_tool::{AgentTool, CancellationToken, tool};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// How `echo` changes its text (ignored: the tool echoes the text as given).
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "pi_tool::schemars")]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Upper,
+    Lower,
+    Same,
+}
+
+static ECHO_EXECUTIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Echo the text back.
+#[tool]
+async fn echo(text: String, count: i64, mode: Option<Mode>) -> String {
+    let _ = (
+        count,
+        mode.map(|m| matches!(m, Mode::Upper | Mode::Lower | Mode::Same)),
+    );
+    ECHO_EXECUTIONS.fetch_add(1, Ordering::Relaxed);
+    text
+}
+
+/// Sleep for a while.
+#[tool]
+async fn sleep(ms: u64) -> String {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    format!("slept {ms}")
+}
+
+fn assistant(content: Vec<AssistantContent>, stop_reason: StopReason) -> AssistantMessage {
+    let mut message = AssistantMessage::new(content, stop_reason);
+    message.api = "scripted".into();
+    message.provider = "scripted".into();
+    message.model = "scripted-1".into();
+    message
+}
+
+fn final_message() -> AssistantMessage {
+    assistant(vec![AssistantContent::text("done")], StopReason::Stop)
+}
+
+fn echo_args(i: usize) -> Value {
+    if i.is_multiple_of(2) {
+        json!({"text": format!("t{i}"), "count": i, "mode": "upper"})
+    } else {
+        json!({"text": format!("t{i}"), "count": i})
+    }
+}
+
+fn call(id: String, name: &str, args: Value) -> AssistantContent {
+    AssistantContent::tool_call(id, name, args)
+}
+
+/// What one run produced, checked after the timer stopped.
+struct RunOutcome {
+    seconds: f64,
+    new_messages: Vec<Arc<Message>>,
+    model_calls: usize,
+    events: usize,
+    end_order: Vec<String>,
+}
+
+async fn run_once(
+    script: Vec<AssistantMessage>,
+    tools: &[Arc<dyn AgentTool>],
+    mode: ToolExecution,
+) -> RunOutcome {
+    let model = Arc::new(ScriptedModel::new(script).without_recording());
+    let context = AgentContext::new("You are a benchmark.").with_tools(tools.iter().cloned());
+    let config = AgentLoopConfig::new().tool_execution(mode);
+    let prompt = Message::user("go");
+    let mut end_order = Vec::new();
+    let mut events = 0;
+    let mut new_messages = Vec::new();
+    let started = Instant::now();
+    let mut stream = agent_loop(
+        vec![prompt],
+        context,
+        config,
+        model.clone(),
+        CancellationToken::new(),
+    );
+    while let Some(event) = stream.next().await {
+        events += 1;
+        match event {
+            AgentEvent::ToolExecutionEnd { call, .. } if end_order.len() < 16 => {
+                end_order.push(call.id().to_owned());
+            }
+            AgentEvent::AgentEnd { messages } => new_messages = messages,
+            _ => {}
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    RunOutcome {
+        seconds,
+        new_messages,
+        model_calls: model.calls(),
+        events,
+        end_order,
+    }
+}
+
+/// The checks pi's harness makes after every run.
+fn verify(
+    outcome: &RunOutcome,
+    script_len: usize,
+    calls: usize,
+    check: &dyn Fn(&pi_runtime::ToolResultMessage) -> bool,
+) {
+    assert_eq!(outcome.model_calls, script_len, "model calls");
+    let last = outcome
+        .new_messages
+        .last()
+        .and_then(|m| m.as_assistant())
+        .expect("last message is assistant");
+    assert_eq!(last.text(), "done", "last message is the final text");
+    let results: Vec<_> = outcome
+        .new_messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .collect();
+    assert_eq!(results.len(), calls, "one result per call");
+    let calls_in_order: Vec<&str> = outcome
+        .new_messages
+        .iter()
+        .filter_map(|m| m.as_assistant())
+        .flat_map(|m| m.tool_calls().map(|c| c.call.id.as_str()))
+        .collect();
+    let results_in_order: Vec<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
+    assert_eq!(calls_in_order, results_in_order, "results in call order");
+    for result in results {
+        assert!(check(result), "unexpected result: {result:?}");
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+struct Repeat {
+    median_s: f64,
+    min_s: f64,
+    max_s: f64,
+    runs: usize,
+    events: usize,
+    sample: Option<Arc<Message>>,
+}
+
+async fn repeat(
+    build: &dyn Fn() -> Vec<AssistantMessage>,
+    tools: &[Arc<dyn AgentTool>],
+    mode: ToolExecution,
+    calls: usize,
+    warmup: usize,
+    runs: usize,
+    check: &dyn Fn(&pi_runtime::ToolResultMessage) -> bool,
+) -> Repeat {
+    let mut times = Vec::with_capacity(runs);
+    let mut events = 0;
+    let mut sample = None;
+    for i in 0..warmup + runs {
+        let script = build();
+        let len = script.len();
+        let outcome = run_once(script, tools, mode).await;
+        verify(&outcome, len, calls, check);
+        if i >= warmup {
+            times.push(outcome.seconds);
+            events = outcome.events;
+            sample = outcome
+                .new_messages
+                .iter()
+                .find(|m| m.as_tool_result().is_some())
+                .cloned();
+        }
+    }
+    let min_s = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_s = times.iter().copied().fold(0.0, f64::max);
+    Repeat {
+        median_s: median(times),
+        min_s,
+        max_s,
+        runs,
+        events,
+        sample,
+    }
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmHWM:"))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+struct Options {
+    child: Option<String>,
+    only: Option<Vec<String>>,
+    runs: Option<usize>,
+    warmup: Option<usize>,
+    compare: bool,
+    pi_json: Option<String>,
+    pi_sh: String,
+}
+
+fn parse_options() -> Options {
+    let mut options = Options {
+        child: None,
+        only: None,
+        runs: None,
+        warmup: None,
+        compare: false,
+        pi_json: None,
+        pi_sh: std::env::var("PI_BENCH_SH")
+            .unwrap_or_else(|_| "/work/shared/bench/pi/run.sh".to_owned()),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--child" => options.child = args.next(),
+            "--only" => {
+                options.only = args
+                    .next()
+                    .map(|s| s.split(',').map(str::to_owned).collect())
+            }
+            "--runs" => options.runs = args.next().and_then(|s| s.parse().ok()),
+            "--warmup" => options.warmup = args.next().and_then(|s| s.parse().ok()),
+            "--compare" => options.compare = true,
+            "--pi-json" => options.pi_json = args.next(),
+            "--pi-sh" => {
+                if let Some(path) = args.next() {
+                    options.pi_sh = path;
+                }
+            }
+            // `cargo bench` passes `--bench`; other harness flags are ignored too.
+            _ => {}
+        }
+    }
+    options
+}
+
+fn child(workload: &str, options: &Options) -> Value {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio runtime");
+    let echo: Arc<dyn AgentTool> = Arc::new(EchoTool);
+    let sleep: Arc<dyn AgentTool> = Arc::new(SleepTool);
+    let runs = |default: usize| options.runs.unwrap_or(default);
+    let warmup = |default: usize| options.warmup.unwrap_or(default);
+    let ok = |r: &pi_runtime::ToolResultMessage| !r.is_error;
+    let out = runtime.block_on(async {
+        match workload {
+            "W1" => {
+                const N: usize = 1000;
+                let build = || {
+                    let calls = (0..N).map(|i| call(format!("call_{i}"), "echo", echo_args(i))).collect();
+                    vec![assistant(calls, StopReason::ToolUse), final_message()]
+                };
+                let check = |r: &pi_runtime::ToolResultMessage| !r.is_error && r.text().starts_with('t');
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
+                json!({"calls_per_s": N as f64 / r.median_s, "median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3,
+                       "max_ms": r.max_s * 1e3, "runs": r.runs, "calls_per_run": N, "events_per_run": r.events})
+            }
+            "W2" => {
+                const TURNS: usize = 2000;
+                let build = || {
+                    let mut script: Vec<AssistantMessage> = (0..TURNS)
+                        .map(|t| assistant(vec![call(format!("call_{t}"), "echo", echo_args(t))], StopReason::ToolUse))
+                        .collect();
+                    script.push(final_message());
+                    script
+                };
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, TURNS, warmup(3), runs(10), &ok).await;
+                json!({"turns_per_s": TURNS as f64 / r.median_s, "median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3,
+                       "max_ms": r.max_s * 1e3, "runs": r.runs, "turns_per_run": TURNS, "events_per_run": r.events})
+            }
+            "W3" => {
+                const N: usize = 100;
+                let build = || {
+                    let calls = (0..N).map(|i| call(format!("call_{i}"), "sleep", json!({"ms": 20}))).collect();
+                    vec![assistant(calls, StopReason::ToolUse), final_message()]
+                };
+                let tools = [sleep.clone()];
+                let parallel = repeat(&build, &tools, ToolExecution::Parallel, N, warmup(2), runs(10), &ok).await;
+                let sequential =
+                    repeat(&build, &tools, ToolExecution::Sequential, N, warmup(1), options.runs.unwrap_or(3), &ok).await;
+                // Completion order vs result order (5 sleeps of 50..10 ms), untimed.
+                let probe = vec![
+                    assistant(
+                        [50, 40, 30, 20, 10]
+                            .iter()
+                            .enumerate()
+                            .map(|(i, ms)| call(format!("p{i}"), "sleep", json!({"ms": ms})))
+                            .collect(),
+                        StopReason::ToolUse,
+                    ),
+                    final_message(),
+                ];
+                let probe = run_once(probe, &tools, ToolExecution::Parallel).await;
+                let result_order: Vec<String> = probe
+                    .new_messages
+                    .iter()
+                    .filter_map(|m| m.as_tool_result())
+                    .map(|r| r.tool_call_id.clone())
+                    .collect();
+                json!({"parallel": {"median_ms": parallel.median_s * 1e3, "min_ms": parallel.min_s * 1e3, "max_ms": parallel.max_s * 1e3, "runs": parallel.runs},
+                       "sequential": {"median_ms": sequential.median_s * 1e3, "min_ms": sequential.min_s * 1e3, "max_ms": sequential.max_s * 1e3, "runs": sequential.runs},
+                       "calls_per_run": N, "timer_ms": 20,
+                       "order_probe": {"tool_execution_end_order": probe.end_order, "tool_result_message_order": result_order}})
+            }
+            "W4" => {
+                const N: usize = 1000;
+                let bad = json!({"text": ["not", "a", "string"], "count": "three"});
+                let build = || {
+                    let calls = (0..N).map(|i| call(format!("call_{i}"), "echo", bad.clone())).collect();
+                    vec![assistant(calls, StopReason::ToolUse), final_message()]
+                };
+                let before = ECHO_EXECUTIONS.load(Ordering::Relaxed);
+                let check = |r: &pi_runtime::ToolResultMessage| r.is_error && r.text().starts_with("Validation failed");
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, N, warmup(10), runs(30), &check).await;
+                let executed = ECHO_EXECUTIONS.load(Ordering::Relaxed) - before;
+                assert_eq!(executed, 0, "the tool must never execute with invalid arguments");
+                let text = r.sample.as_ref().and_then(|m| m.as_tool_result()).map(|m| m.text()).unwrap_or_default();
+                json!({"calls_per_s": N as f64 / r.median_s, "median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3,
+                       "max_ms": r.max_s * 1e3, "runs": r.runs, "calls_per_run": N, "tool_executed": executed, "error_text": text})
+            }
+            "W5" => {
+                let build = || {
+                    vec![
+                        assistant(vec![call("call_0".into(), "no_such_tool", json!({"text": "x", "count": 1}))], StopReason::ToolUse),
+                        final_message(),
+                    ]
+                };
+                let check = |r: &pi_runtime::ToolResultMessage| r.is_error;
+                let r = repeat(&build, std::slice::from_ref(&echo), ToolExecution::Parallel, 1, warmup(10), runs(50), &check).await;
+                let text = r.sample.as_ref().and_then(|m| m.as_tool_result()).map(|m| m.text()).unwrap_or_default();
+                json!({"median_ms": r.median_s * 1e3, "min_ms": r.min_s * 1e3, "max_ms": r.max_s * 1e3, "runs": r.runs, "result_text": text})
+            }
+            other => panic!("unknown workload {other}"),
+        }
+    });
+    let mut out = out;
+    out["peak_rss_kb"] = json!(peak_rss_kb());
+    out
+}
+
+fn fmt_num(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    let (int, frac) = s
+        .split_once('.')
+        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().rev().enumerate() {
+        if i > 0 && i % 3 == 0 && ch != '-' {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    let mut out: String = grouped.chars().rev().collect();
+    if let Some(frac) = frac {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
+fn summary(workload: &str, r: &Value) -> String {
+    let rss = r["peak_rss_kb"].as_f64().unwrap_or(0.0) / 1024.0;
+    match workload {
+        "W1" => format!(
+            "W1 dispatch: {} calls/s (median of {} runs; {:.3} ms/run, {:.3} us/call, peak RSS {rss:.1} MiB)",
+            fmt_num(r["calls_per_s"].as_f64().unwrap_or(0.0), 0),
+            r["runs"],
+            r["median_ms"].as_f64().unwrap_or(0.0),
+            r["median_ms"].as_f64().unwrap_or(0.0) * 1e3 / 1000.0
+        ),
+        "W2" => format!(
+            "W2 turns: {} turns/s (median of {} runs; {:.2} ms/run, {:.3} us/turn, peak RSS {rss:.1} MiB)",
+            fmt_num(r["turns_per_s"].as_f64().unwrap_or(0.0), 0),
+            r["runs"],
+            r["median_ms"].as_f64().unwrap_or(0.0),
+            r["median_ms"].as_f64().unwrap_or(0.0) * 1e3 / 2000.0
+        ),
+        "W3" => format!(
+            "W3 parallel-io: parallel {:.2} ms (median of {} runs), sequential {:.1} ms (median of {} runs) for 100 calls x 20 ms (peak RSS {rss:.1} MiB)",
+            r["parallel"]["median_ms"].as_f64().unwrap_or(0.0),
+            r["parallel"]["runs"],
+            r["sequential"]["median_ms"].as_f64().unwrap_or(0.0),
+            r["sequential"]["runs"]
+        ),
+        "W4" => format!(
+            "W4 validation-errors: {} calls/s (median of {} runs; {:.3} ms/run, tool executed {} times, peak RSS {rss:.1} MiB)",
+            fmt_num(r["calls_per_s"].as_f64().unwrap_or(0.0), 0),
+            r["runs"],
+            r["median_ms"].as_f64().unwrap_or(0.0),
+            r["tool_executed"]
+        ),
+        "W5" => format!(
+            "W5 not-found: result text {} (median of {} runs {:.1} us/run, peak RSS {rss:.1} MiB)",
+            r["result_text"],
+            r["runs"],
+            r["median_ms"].as_f64().unwrap_or(0.0) * 1e3
+        ),
+        _ => String::new(),
+    }
+}
+
+/// One row of the side-by-side table: name, unit, pi's and our figure, and whether more is better.
+struct Row {
+    name: &'static str,
+    pi: Option<f64>,
+    ours: Option<f64>,
+    higher_is_better: bool,
+    target: &'static str,
+    decimals: usize,
+}
+
+fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
+    let p = |w: &str, path: &[&str]| {
+        let mut v = &pi["results"][w];
+        for key in path {
+            v = &v[*key];
+        }
+        v.as_f64()
+    };
+    let o = |w: &str, path: &[&str]| {
+        let mut v = ours.get(w)?;
+        for key in path {
+            v = &v[*key];
+        }
+        v.as_f64()
+    };
+    let mib = |kb: Option<f64>| kb.map(|kb| kb / 1024.0);
+    let rows = [
+        Row {
+            name: "W1 dispatch, calls/s",
+            pi: p("W1", &["calls_per_s"]),
+            ours: o("W1", &["calls_per_s"]),
+            higher_is_better: true,
+            target: ">= 15x",
+            decimals: 0,
+        },
+        Row {
+            name: "W2 turns, turns/s",
+            pi: p("W2", &["turns_per_s"]),
+            ours: o("W2", &["turns_per_s"]),
+            higher_is_better: true,
+            target: ">= 20x",
+            decimals: 0,
+        },
+        Row {
+            name: "W3 parallel, ms",
+            pi: p("W3", &["parallel", "median_ms"]),
+            ours: o("W3", &["parallel", "median_ms"]),
+            higher_is_better: false,
+            target: "<= 21 ms",
+            decimals: 2,
+        },
+        Row {
+            name: "W3 sequential, ms",
+            pi: p("W3", &["sequential", "median_ms"]),
+            ours: o("W3", &["sequential", "median_ms"]),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W4 validation errors, calls/s",
+            pi: p("W4", &["calls_per_s"]),
+            ours: o("W4", &["calls_per_s"]),
+            higher_is_better: true,
+            target: ">= 15x",
+            decimals: 0,
+        },
+        Row {
+            name: "W5 not found, us/run",
+            pi: p("W5", &["median_ms"]).map(|ms| ms * 1e3),
+            ours: o("W5", &["median_ms"]).map(|ms| ms * 1e3),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W1 peak RSS, MiB",
+            pi: mib(p("W1", &["peak_rss_kb"])),
+            ours: mib(o("W1", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "<= 16 MiB",
+            decimals: 1,
+        },
+        Row {
+            name: "W2 peak RSS, MiB",
+            pi: mib(p("W2", &["peak_rss_kb"])),
+            ours: mib(o("W2", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+        Row {
+            name: "W4 peak RSS, MiB",
+            pi: mib(p("W4", &["peak_rss_kb"])),
+            ours: mib(o("W4", &["peak_rss_kb"])),
+            higher_is_better: false,
+            target: "",
+            decimals: 1,
+        },
+    ];
+    println!();
+    println!("| workload | pi 0.73.1 | pi-runtime | ours vs pi | target |");
+    println!("| --- | ---: | ---: | ---: | --- |");
+    for row in rows {
+        let show = |v: Option<f64>| v.map_or("-".to_owned(), |v| fmt_num(v, row.decimals));
+        let ratio = match (row.pi, row.ours) {
+            (Some(pi), Some(ours)) if pi > 0.0 && ours > 0.0 => {
+                let better = if row.higher_is_better {
+                    ours / pi
+                } else {
+                    pi / ours
+                };
+                format!("{better:.1}x better")
+            }
+            _ => "-".to_owned(),
+        };
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            row.name,
+            show(row.pi),
+            show(row.ours),
+            ratio,
+            row.target
+        );
+    }
+}
+
+fn main() {
+    let options = parse_options();
+    if let Some(workload) = &options.child {
+        let result = child(workload, &options);
+        println!("@@RESULT {result}");
+        return;
+    }
+    let all = ["W1", "W2", "W3", "W4", "W5"];
+    let which: Vec<String> = options
+        .only
+        .clone()
+        .unwrap_or_else(|| all.iter().map(|s| (*s).to_owned()).collect());
+    let exe = std::env::current_exe().expect("the benchmark's own path");
+    let mut ours = serde_json::Map::new();
+    println!(
+        "# pi-runtime agent loop: workloads W1-W5 (agent_loop + ScriptedModel, tokio current-thread)"
+    );
+    for workload in &which {
+        let mut command = Command::new(&exe);
+        command.args(["--child", workload]);
+        if let Some(runs) = options.runs {
+            command.args(["--runs", &runs.to_string()]);
+        }
+        if let Some(warmup) = options.warmup {
+            command.args(["--warmup", &warmup.to_string()]);
+        }
+        let output = command.output().expect("run a workload in a child process");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let Some(line) = stdout.lines().find_map(|l| l.strip_prefix("@@RESULT ")) else {
+            eprintln!(
+                "{workload} failed:\n{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::process::exit(1);
+        };
+        let result: Value = serde_json::from_str(line).expect("the child's JSON");
+        println!("{}", summary(workload, &result));
+        ours.insert(workload.clone(), result);
+    }
+    if let Some(w4) = ours.get("W4") {
+        println!(
+            "\n--- W4 exact error text the model receives ---\n{}",
+            w4["error_text"].as_str().unwrap_or("")
+        );
+    }
+    if !options.compare && options.pi_json.is_none() {
+        return;
+    }
+    let pi_json_path = match &options.pi_json {
+        Some(path) => path.clone(),
+        None => {
+            let path = std::env::temp_dir().join("pi-runtime-bench-pi.json");
+            println!(
+                "\n# running pi's harness: {} --json {}",
+                options.pi_sh,
+                path.display()
+            );
+            let mut command = Command::new(&options.pi_sh);
+            command.args(["--json", &path.to_string_lossy()]);
+            if let Some(only) = &options.only {
+                command.args(["--only", &only.join(",")]);
+            }
+            let status = command
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("run pi's benchmark (node)");
+            if !status.success() {
+                eprintln!("pi's benchmark failed ({status})");
+                std::process::exit(1);
+            }
+            path.to_string_lossy().into_owned()
+        }
+    };
+    let pi: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pi_json_path).expect("pi's JSON result"))
+            .expect("pi's JSON result parses");
+    for line in pi["summary"].as_array().into_iter().flatten() {
+        println!("pi: {}", line.as_str().unwrap_or(""));
+    }
+    compare(&ours, &pi);
+}

@@ -1,0 +1,143 @@
+//! The agent loop (pi's `agentLoop` / `agentLoopContinue`): hands the tools to a model, runs its
+//! tool calls, and repeats until the model stops calling tools.
+
+mod context;
+mod emitter;
+mod guard;
+mod run;
+mod stream;
+mod tools;
+
+use std::sync::Arc;
+
+use pi_tool::CancellationToken;
+
+pub use context::AgentContext;
+pub use stream::AgentStream;
+
+use crate::config::AgentLoopConfig;
+use crate::message::Message;
+use crate::model::Model;
+use emitter::{Emitter, Shared};
+use run::Run;
+
+/// Awaits an agent listener; a panic becomes `Err(message)`.
+pub(crate) async fn guarded_listener(
+    listener: &crate::agent::Listener,
+    event: crate::event::AgentEvent,
+    signal: CancellationToken,
+) -> Result<(), String> {
+    guard::guarded(|| listener(event, signal)).await
+}
+
+/// Why a run could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentLoopError {
+    /// `agent_loop_continue` on an empty transcript.
+    #[error("Cannot continue: no messages in context")]
+    NoMessages,
+    /// `agent_loop_continue` when the last message is the assistant's (there is nothing to answer).
+    #[error("Cannot continue from message role: assistant")]
+    ContinueFromAssistant,
+}
+
+/// Starts a run: appends `prompts` to the context's transcript and loops until the model stops
+/// calling tools (or a batch terminates, a hook stops the run, or the model fails).
+///
+/// The run happens as the returned stream is polled; its last event is `AgentEnd` with the
+/// messages the run added. `signal` aborts it: tools see it in their context, the model request
+/// ends as `Aborted`, and no further call runs.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures_util::StreamExt;
+/// use pi_runtime::{agent_loop, AgentContext, AgentLoopConfig, AssistantContent, AssistantMessage,
+///                  Message, ScriptedModel, StopReason};
+/// use pi_tool::{tool, CancellationToken, ToolRegistry};
+///
+/// /// Add two numbers.
+/// #[tool]
+/// async fn add(a: i64, b: i64) -> String {
+///     (a + b).to_string()
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let model = Arc::new(ScriptedModel::new([
+///     AssistantMessage::new(vec![AssistantContent::tool_call("c1", "add", serde_json::json!({"a": 2, "b": 3}))], StopReason::ToolUse),
+///     AssistantMessage::new(vec![AssistantContent::text("5")], StopReason::Stop),
+/// ]));
+/// let context = AgentContext::new("You add numbers.").with_tool(AddTool);
+/// let mut events = agent_loop(vec![Message::user("2+3?")], context, AgentLoopConfig::new(), model, CancellationToken::new());
+/// let mut kinds = Vec::new();
+/// while let Some(event) = events.next().await {
+///     kinds.push(event.kind());
+/// }
+/// assert_eq!(kinds.iter().filter(|k| **k == "tool_execution_end").count(), 1);
+/// assert_eq!(kinds.last(), Some(&"agent_end"));
+/// # });
+/// ```
+pub fn agent_loop(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+) -> AgentStream {
+    start(prompts, context, config, model, signal)
+}
+
+/// Continues a run from the context as it is, without a new prompt (after a failed request,
+/// or when the caller appended tool results or custom messages itself).
+///
+/// Fails when the transcript is empty or ends with an assistant message.
+pub fn agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+) -> Result<AgentStream, AgentLoopError> {
+    match context.messages.last() {
+        None => Err(AgentLoopError::NoMessages),
+        Some(last) if matches!(**last, Message::Assistant(_)) => {
+            Err(AgentLoopError::ContinueFromAssistant)
+        }
+        Some(_) => Ok(start(Vec::new(), context, config, model, signal)),
+    }
+}
+
+fn start(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+) -> AgentStream {
+    let shared = Shared::new();
+    let AgentContext {
+        system_prompt,
+        messages,
+        tools,
+        available,
+        mut state,
+    } = context;
+    let mut all_state = available.state().clone();
+    all_state.extend(&state);
+    state = all_state;
+    let mut options = config.stream_options.clone();
+    options.signal = signal.clone();
+    let run = Run {
+        system_prompt,
+        transcript: messages,
+        new_messages: Vec::new(),
+        tools: run::tool_set(tools),
+        available,
+        state,
+        config,
+        model,
+        signal,
+        options,
+        emitter: Emitter::new(Arc::clone(&shared)),
+    };
+    AgentStream::new(Box::pin(run.run(prompts)), shared)
+}

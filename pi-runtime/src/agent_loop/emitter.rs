@@ -1,0 +1,115 @@
+//! The event queue between a running loop and the [`AgentStream`](crate::AgentStream) that
+//! drives it.
+//!
+//! The loop runs inside the stream: polling the stream polls the loop. Events go into a shared
+//! queue; once the queue holds `yield_after` events the loop pauses (without waking anyone) so the
+//! stream can hand them out, and the consumer's next poll resumes it. With `yield_after = 1` the
+//! loop never runs ahead of the consumer (pi's awaited `emit`); larger values amortise the
+//! hand-over. Tool updates arrive from tool code, possibly on other threads: they are queued and
+//! wake the stream.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use futures_util::task::AtomicWaker;
+
+use crate::event::AgentEvent;
+
+/// How many events the loop may queue before it pauses, by default.
+pub(crate) const DEFAULT_YIELD_AFTER: usize = 64;
+
+pub(crate) struct Shared {
+    queue: Mutex<VecDeque<AgentEvent>>,
+    waker: AtomicWaker,
+    yield_after: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            waker: AtomicWaker::new(),
+            yield_after: AtomicUsize::new(DEFAULT_YIELD_AFTER),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, VecDeque<AgentEvent>> {
+        // A panic while holding the lock cannot leave the queue inconsistent: keep using it.
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Moves every queued event into `out` (which the caller has emptied).
+    pub(crate) fn drain_into(&self, out: &mut VecDeque<AgentEvent>) {
+        let mut queue = self.lock();
+        if !queue.is_empty() {
+            std::mem::swap(&mut *queue, out);
+        }
+    }
+
+    pub(crate) fn register(&self, waker: &std::task::Waker) {
+        self.waker.register(waker);
+    }
+
+    pub(crate) fn set_yield_after(&self, events: usize) {
+        self.yield_after.store(events.max(1), Ordering::Relaxed);
+    }
+
+    /// Queues an event from outside the loop's own flow (a tool's update) and wakes the stream.
+    pub(crate) fn push_now(&self, event: AgentEvent) {
+        self.lock().push_back(event);
+        self.waker.wake();
+    }
+}
+
+/// The loop's handle on the queue.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    shared: Arc<Shared>,
+}
+
+impl Emitter {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Emitter { shared }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Queues an event; pauses the loop once enough events wait for the consumer.
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        let queued = {
+            let mut queue = self.shared.lock();
+            queue.push_back(event);
+            queue.len()
+        };
+        if queued >= self.shared.yield_after.load(Ordering::Relaxed) {
+            YieldToConsumer { yielded: false }.await;
+        }
+    }
+}
+
+/// Returns `Pending` once without waking: the stream that polled the loop finds the queued
+/// events, returns them, and polls the loop again on the consumer's next request.
+struct YieldToConsumer {
+    yielded: bool,
+}
+
+impl Future for YieldToConsumer {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            Poll::Ready(())
+        } else {
+            self.yielded = true;
+            Poll::Pending
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The turn loop (pi's `runLoop` and `streamAssistantResponse`).
+
+use std::sync::Arc;
+
+use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
+
+use super::context::ToolSet;
+use super::emitter::Emitter;
+use super::guard::{guarded, guarded_sync};
+use super::tools::{BatchEnv, execute_tool_calls};
+use crate::config::{AgentLoopConfig, TurnEndContext};
+use crate::event::AgentEvent;
+use crate::message::{AssistantMessage, Message, StopReason};
+use crate::model::{AssistantEvent, Context, Model, StreamOptions};
+
+/// The text of the result of a call that was skipped because the run was aborted.
+pub(crate) const ABORTED: &str = "Operation aborted";
+
+/// Everything one run owns.
+pub(crate) struct Run {
+    pub(crate) system_prompt: String,
+    pub(crate) transcript: Vec<Arc<Message>>,
+    pub(crate) new_messages: Vec<Arc<Message>>,
+    pub(crate) tools: ToolSet,
+    pub(crate) available: ToolRegistry,
+    pub(crate) state: StateMap,
+    pub(crate) config: AgentLoopConfig,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) signal: CancellationToken,
+    pub(crate) options: StreamOptions,
+    pub(crate) emitter: Emitter,
+}
+
+impl Run {
+    /// `runAgentLoop` (with prompts) or `runAgentLoopContinue` (without).
+    pub(crate) async fn run(mut self, prompts: Vec<Message>) {
+        self.emitter.emit(AgentEvent::AgentStart).await;
+        self.emitter.emit(AgentEvent::TurnStart).await;
+        for prompt in prompts {
+            self.add_message(Arc::new(prompt)).await;
+        }
+        self.run_turns().await;
+        let messages = std::mem::take(&mut self.new_messages);
+        self.emitter.emit(AgentEvent::AgentEnd { messages }).await;
+    }
+
+    /// Emits a message's start and end and appends it to the transcript.
+    async fn add_message(&mut self, message: Arc<Message>) {
+        self.emitter
+            .emit(AgentEvent::MessageStart {
+                message: Arc::clone(&message),
+            })
+            .await;
+        self.emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(&message),
+            })
+            .await;
+        self.transcript.push(Arc::clone(&message));
+        self.new_messages.push(message);
+    }
+
+    async fn poll_source(source: Option<&crate::config::MessageSource>) -> Vec<Message> {
+        match source {
+            Some(source) => guarded(|| source()).await.unwrap_or_else(|panic| {
+                tracing::error!("a steering or follow-up source panicked: {panic}");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        }
+    }
+
+    async fn run_turns(&mut self) {
+        let mut pending = Self::poll_source(self.config.get_steering_messages.as_ref()).await;
+        let mut first_turn = true;
+        loop {
+            let mut has_more_tool_calls = true;
+            while has_more_tool_calls || !pending.is_empty() {
+                if first_turn {
+                    first_turn = false;
+                } else {
+                    self.emitter.emit(AgentEvent::TurnStart).await;
+                }
+                for message in std::mem::take(&mut pending) {
+                    self.add_message(Arc::new(message)).await;
+                }
+
+                let assistant = self.stream_assistant().await;
+                self.new_messages.push(Arc::clone(&assistant));
+                let stop_reason = assistant
+                    .as_assistant()
+                    .map_or(StopReason::Error, |m| m.stop_reason);
+                if matches!(stop_reason, StopReason::Error | StopReason::Aborted) {
+                    self.emitter
+                        .emit(AgentEvent::TurnEnd {
+                            message: assistant,
+                            tool_results: Vec::new(),
+                        })
+                        .await;
+                    return;
+                }
+
+                has_more_tool_calls = false;
+                let mut tool_results = Vec::new();
+                let has_calls = assistant
+                    .as_assistant()
+                    .is_some_and(|m| m.tool_calls().next().is_some());
+                if has_calls {
+                    let outcome = {
+                        let env = BatchEnv {
+                            tools: &self.tools,
+                            config: &self.config,
+                            signal: &self.signal,
+                            state: &self.state,
+                            emitter: &self.emitter,
+                            transcript: &self.transcript,
+                        };
+                        execute_tool_calls(&env, &assistant).await
+                    };
+                    has_more_tool_calls = !outcome.terminate;
+                    self.activate_tools(&outcome.added_tool_names);
+                    self.transcript.reserve(outcome.results.len() + 1);
+                    self.transcript.extend(outcome.results.iter().cloned());
+                    self.new_messages.extend(outcome.results.iter().cloned());
+                    tool_results = outcome.results;
+                }
+
+                self.emitter
+                    .emit(AgentEvent::TurnEnd {
+                        message: Arc::clone(&assistant),
+                        tool_results: tool_results.clone(),
+                    })
+                    .await;
+
+                if let Some(hook) = &self.config.should_stop_after_turn {
+                    let ctx = TurnEndContext {
+                        message: assistant,
+                        tool_results,
+                        messages: self.transcript.as_slice().into(),
+                        new_messages: self.new_messages.as_slice().into(),
+                    };
+                    match guarded(|| hook(ctx)).await {
+                        Ok(true) => return,
+                        Ok(false) => {}
+                        Err(panic) => {
+                            tracing::error!(
+                                "should_stop_after_turn panicked: {panic}; stopping the run"
+                            );
+                            return;
+                        }
+                    }
+                }
+                pending = Self::poll_source(self.config.get_steering_messages.as_ref()).await;
+            }
+            let follow_ups = Self::poll_source(self.config.get_follow_up_messages.as_ref()).await;
+            if follow_ups.is_empty() {
+                break;
+            }
+            pending = follow_ups;
+        }
+    }
+
+    /// Brings tools named by results' `added_tool_names` in from the registry of available tools.
+    fn activate_tools(&mut self, names: &[String]) {
+        for name in names {
+            match self.available.get(name) {
+                Some(tool) => {
+                    self.tools.activate(tool);
+                }
+                None => tracing::warn!(
+                    "a tool result added the tool `{name}`, but no available tool has that name"
+                ),
+            }
+        }
+    }
+
+    /// A failed response stamped with this run's model.
+    fn failed(&self, reason: StopReason, text: impl Into<String>) -> AssistantMessage {
+        let mut message = AssistantMessage::failed(reason, text);
+        message.api = self.model.api().to_owned();
+        message.provider = self.model.provider().to_owned();
+        message.model = self.model.id().to_owned();
+        message
+    }
+
+    /// The transcript as the model should see it, when a hook rewrites it.
+    async fn llm_messages(&self) -> Result<Option<Vec<Arc<Message>>>, String> {
+        let transform = self.config.transform_context.as_ref();
+        let convert = self.config.convert_to_llm.as_ref();
+        if transform.is_none() && convert.is_none() {
+            return Ok(None);
+        }
+        let mut messages = self.transcript.clone();
+        if let Some(transform) = transform {
+            let signal = self.signal.clone();
+            messages = guarded(|| transform(messages, signal))
+                .await
+                .map_err(|panic| format!("transform_context panicked: {panic}"))?;
+        }
+        if let Some(convert) = convert {
+            let signal = self.signal.clone();
+            messages = guarded(|| convert(messages, signal))
+                .await
+                .map_err(|panic| format!("convert_to_llm panicked: {panic}"))?;
+        }
+        Ok(Some(messages))
+    }
+
+    /// One model request: streams the response, emitting its message events, and appends it.
+    async fn stream_assistant(&mut self) -> Arc<Message> {
+        let mut started = false;
+        let message = self
+            .request(&mut started)
+            .await
+            .unwrap_or_else(|failed| failed);
+        let message = Arc::new(Message::Assistant(message));
+        if !started {
+            self.emitter
+                .emit(AgentEvent::MessageStart {
+                    message: Arc::clone(&message),
+                })
+                .await;
+        }
+        self.emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(&message),
+            })
+            .await;
+        self.transcript.push(Arc::clone(&message));
+        message
+    }
+
+    /// Asks the model and returns the final message; `started` tells whether a `MessageStart`
+    /// was emitted for its streamed start. Failures of the hooks or the model come back as
+    /// failed messages (`Err`).
+    async fn request(&self, started: &mut bool) -> Result<AssistantMessage, AssistantMessage> {
+        let llm_messages = self
+            .llm_messages()
+            .await
+            .map_err(|text| self.failed(StopReason::Error, text))?;
+        let keyed_options;
+        let options = match &self.config.get_api_key {
+            Some(resolve) => {
+                let provider = self.model.provider().to_owned();
+                let key = guarded(|| resolve(provider)).await.map_err(|panic| {
+                    self.failed(StopReason::Error, format!("get_api_key panicked: {panic}"))
+                })?;
+                let mut options = self.options.clone();
+                if key.is_some() {
+                    options.api_key = key;
+                }
+                keyed_options = options;
+                &keyed_options
+            }
+            None => &self.options,
+        };
+        if self.signal.is_cancelled() {
+            return Err(self.failed(StopReason::Aborted, ABORTED));
+        }
+        let context = Context {
+            system_prompt: &self.system_prompt,
+            messages: llm_messages.as_deref().unwrap_or(&self.transcript),
+            tools: self.tools.specs(),
+        };
+        let mut stream = guarded_sync(|| self.model.stream(context, options)).map_err(|panic| {
+            self.failed(StopReason::Error, format!("the model panicked: {panic}"))
+        })?;
+        loop {
+            let next = super::guard::guarded_next(&mut stream)
+                .await
+                .map_err(|panic| {
+                    self.failed(StopReason::Error, format!("the model panicked: {panic}"))
+                })?;
+            match next {
+                None => {
+                    return Err(self.failed(
+                        StopReason::Error,
+                        "the model's stream ended without a final message",
+                    ));
+                }
+                Some(AssistantEvent::Start { partial }) => {
+                    *started = true;
+                    let message = Arc::new(Message::Assistant(partial));
+                    self.emitter
+                        .emit(AgentEvent::MessageStart { message })
+                        .await;
+                }
+                Some(AssistantEvent::Done { message, .. }) => return Ok(message),
+                Some(AssistantEvent::Error { error, .. }) => return Ok(error),
+                Some(event) => {
+                    // Deltas before `Start` are ignored, like pi.
+                    if *started {
+                        self.emitter
+                            .emit(AgentEvent::MessageUpdate {
+                                event: Box::new(event),
+                            })
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Builds a tool set from the context's tools.
+pub(crate) fn tool_set(tools: Vec<Arc<dyn AgentTool>>) -> ToolSet {
+    ToolSet::new(tools)
+}

@@ -1,0 +1,111 @@
+//! [`AgentStream`]: the events of a run, and the run itself (it advances as the stream is polled).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::{Stream, StreamExt};
+
+use super::emitter::Shared;
+use crate::event::AgentEvent;
+use crate::message::Message;
+
+/// The events of one run, ending with `AgentEnd` (pi's `EventStream<AgentEvent, AgentMessage[]>`).
+///
+/// The run lives inside the stream: it makes progress only while the stream is polled, and
+/// dropping the stream stops it (running tools are dropped too). Tools run inside this task,
+/// so a consumer that awaits slow work between events also pauses the tools.
+///
+/// By default the loop may run up to 64 events ahead of the consumer; [`lockstep`](Self::lockstep)
+/// makes it wait for the consumer after every event, so that work done while handling an event
+/// (say, persisting the assistant message) finishes before the loop goes on (pi's `Agent`
+/// relies on this).
+#[must_use = "a run only makes progress while its stream is polled"]
+pub struct AgentStream {
+    run: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    shared: Arc<Shared>,
+    ready: VecDeque<AgentEvent>,
+}
+
+impl AgentStream {
+    pub(crate) fn new(run: Pin<Box<dyn Future<Output = ()> + Send>>, shared: Arc<Shared>) -> Self {
+        AgentStream {
+            run: Some(run),
+            shared,
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// Makes the loop wait for the consumer after every event (no read-ahead).
+    pub fn lockstep(self) -> Self {
+        self.shared.set_yield_after(1);
+        self
+    }
+
+    /// Lets the loop queue up to `events` events before it waits for the consumer.
+    pub fn read_ahead(self, events: usize) -> Self {
+        self.shared.set_yield_after(events);
+        self
+    }
+
+    /// Runs to the end, ignoring the events, and returns the messages the run added (the
+    /// payload of `AgentEnd`).
+    pub async fn messages(mut self) -> Vec<Arc<Message>> {
+        let mut messages = Vec::new();
+        while let Some(event) = self.next().await {
+            if let AgentEvent::AgentEnd { messages: added } = event {
+                messages = added;
+            }
+        }
+        messages
+    }
+}
+
+impl Stream for AgentStream {
+    type Item = AgentEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.ready.pop_front() {
+                return Poll::Ready(Some(event));
+            }
+            this.shared.drain_into(&mut this.ready);
+            if !this.ready.is_empty() {
+                continue;
+            }
+            let Some(run) = this.run.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match run.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    this.run = None;
+                }
+                Poll::Pending => {
+                    this.shared.drain_into(&mut this.ready);
+                    if this.ready.is_empty() {
+                        // Tool updates from other threads wake us through the shared waker;
+                        // check once more after registering so none is missed.
+                        this.shared.register(cx.waker());
+                        this.shared.drain_into(&mut this.ready);
+                        if this.ready.is_empty() {
+                            return Poll::Pending;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for AgentStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentStream")
+            .field("running", &self.run.is_some())
+            .field("ready", &self.ready.len())
+            .finish()
+    }
+}

@@ -1,0 +1,424 @@
+//! One batch of tool calls (pi's `executeToolCalls`): preparation, execution in parallel or
+//! in sequence, `after_tool_call`, and the result messages.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use pi_tool::{
+    AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
+    prepare_call, tool_not_found_message,
+};
+use serde_json::Value;
+
+use super::context::ToolSet;
+use super::emitter::Emitter;
+use super::guard::guarded;
+use super::run::ABORTED;
+use crate::config::{AfterToolCallContext, AgentLoopConfig, BeforeToolCallContext, ToolExecution};
+use crate::event::{AgentEvent, ToolCallRef};
+use crate::message::{Message, StopReason, ToolResultMessage, now_ms};
+
+/// The text of a blocked call without a reason.
+const BLOCKED: &str = "Tool execution was blocked";
+
+/// The error of a call the loop refuses because its message hit the output token limit.
+fn length_refusal(name: &str) -> String {
+    format!(
+        "Tool call \"{name}\" was not executed: the response hit the output token limit, so its arguments may be \
+         truncated. Re-issue the tool call with complete arguments."
+    )
+}
+
+/// What a batch borrows from its run.
+pub(crate) struct BatchEnv<'a> {
+    pub(crate) tools: &'a ToolSet,
+    pub(crate) config: &'a AgentLoopConfig,
+    pub(crate) signal: &'a CancellationToken,
+    pub(crate) state: &'a StateMap,
+    pub(crate) emitter: &'a Emitter,
+    pub(crate) transcript: &'a [Arc<Message>],
+}
+
+/// What a batch produced.
+pub(crate) struct BatchOutcome {
+    /// One tool-result message per call, in call order.
+    pub(crate) results: Vec<Arc<Message>>,
+    /// Every result asked to stop.
+    pub(crate) terminate: bool,
+    /// Tools the results asked to activate.
+    pub(crate) added_tool_names: Vec<String>,
+}
+
+/// A call that passed preparation.
+struct Prepared {
+    call: ToolCallRef,
+    tool: Arc<dyn AgentTool>,
+    args: Value,
+    started: Instant,
+}
+
+enum Preparation {
+    /// The call failed (or was refused) before running: its result is final.
+    Immediate(ToolResult),
+    Ready(Prepared),
+}
+
+/// A finished call: its result message and the loop hints of its result.
+struct Finished {
+    message: Arc<Message>,
+    terminate: bool,
+    added_tool_names: Vec<String>,
+}
+
+/// Runs every tool call of `assistant`.
+pub(crate) async fn execute_tool_calls(
+    env: &BatchEnv<'_>,
+    assistant: &Arc<Message>,
+) -> BatchOutcome {
+    let Some(message) = assistant.as_assistant() else {
+        return BatchOutcome {
+            results: Vec::new(),
+            terminate: false,
+            added_tool_names: Vec::new(),
+        };
+    };
+    let calls: Vec<ToolCallRef> = message
+        .content
+        .iter()
+        .enumerate()
+        .filter_map(|(index, _)| ToolCallRef::new(Arc::clone(assistant), index))
+        .collect();
+    let truncated = message.stop_reason == StopReason::Length;
+    let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
+        || env.config.after_tool_call.is_some())
+    .then(|| env.transcript.into());
+    let batch = Batch {
+        env,
+        truncated,
+        hook_messages,
+    };
+
+    let sequential = env.config.tool_execution == ToolExecution::Sequential
+        || calls.iter().any(|call| {
+            env.tools
+                .get(call.name())
+                .is_some_and(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
+        });
+    let finished = if sequential {
+        batch.run_sequential(calls).await
+    } else {
+        batch.run_parallel(calls).await
+    };
+
+    let terminate = !finished.is_empty() && finished.iter().all(|f| f.terminate);
+    let mut added_tool_names = Vec::new();
+    let mut results = Vec::with_capacity(finished.len());
+    for done in finished {
+        added_tool_names.extend(done.added_tool_names);
+        results.push(done.message);
+    }
+    BatchOutcome {
+        results,
+        terminate,
+        added_tool_names,
+    }
+}
+
+struct Batch<'a, 'b> {
+    env: &'a BatchEnv<'b>,
+    truncated: bool,
+    hook_messages: Option<Arc<[Arc<Message>]>>,
+}
+
+impl Batch<'_, '_> {
+    async fn run_sequential(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
+        let mut finished = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.env
+                .emitter
+                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
+                .await;
+            let started = Instant::now();
+            let done = match self.prepare(call.clone(), started).await {
+                Preparation::Immediate(result) => self.finish(&call, result, started).await,
+                Preparation::Ready(prepared) => {
+                    let (call, result, started) = self.execute(prepared).await;
+                    self.finish(&call, result, started).await
+                }
+            };
+            self.emit_message(&done.message).await;
+            finished.push(done);
+        }
+        finished
+    }
+
+    async fn run_parallel(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
+        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(calls.len());
+        let mut ready = Vec::with_capacity(calls.len());
+        // Preparation runs in source order, one call at a time (hooks never run concurrently).
+        for call in calls {
+            self.env
+                .emitter
+                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
+                .await;
+            let started = Instant::now();
+            match self.prepare(call.clone(), started).await {
+                Preparation::Immediate(result) => {
+                    slots.push(Some(self.finish(&call, result, started).await))
+                }
+                Preparation::Ready(prepared) => {
+                    ready.push((slots.len(), prepared));
+                    slots.push(None);
+                }
+            }
+        }
+
+        // Then the prepared calls run at once (up to `max_parallel`); each ends when it finishes.
+        // Every call is polled once in source order before any end is emitted; a call that
+        // finishes on that first poll never needs a task of its own (most tools finish at once).
+        let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
+        let mut waiting = ready.into_iter();
+        let mut running = FuturesUnordered::new();
+        let mut finished_first = Vec::new();
+        let start = |slot: usize, prepared: Prepared| {
+            Box::pin(async move { (slot, self.execute(prepared).await) })
+        };
+        while running.len() < limit {
+            let Some((slot, prepared)) = waiting.next() else {
+                break;
+            };
+            let mut execution = start(slot, prepared);
+            match poll_once(execution.as_mut()).await {
+                Poll::Ready((slot, (call, result, started))) => {
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    slots[slot] = Some(done);
+                    finished_first.push(end);
+                }
+                Poll::Pending => running.push(execution),
+            }
+        }
+        for end in finished_first {
+            self.env.emitter.emit(end).await;
+        }
+        loop {
+            while running.len() < limit {
+                let Some((slot, prepared)) = waiting.next() else {
+                    break;
+                };
+                running.push(start(slot, prepared));
+            }
+            let Some((slot, (call, result, started))) = running.next().await else {
+                break;
+            };
+            slots[slot] = Some(self.finish(&call, result, started).await);
+        }
+
+        // Result messages go out in source order.
+        let mut finished = Vec::with_capacity(slots.len());
+        for done in slots.into_iter().flatten() {
+            self.emit_message(&done.message).await;
+            finished.push(done);
+        }
+        finished
+    }
+
+    /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
+    async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation {
+        if self.truncated {
+            return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
+        }
+        if self.env.signal.is_cancelled() {
+            return Preparation::Immediate(ToolResult::error(ABORTED));
+        }
+        let Some(tool) = self.env.tools.get(call.name()) else {
+            return Preparation::Immediate(ToolResult::error(tool_not_found_message(
+                call.name(),
+                self.env.tools.names(),
+            )));
+        };
+        let mut args = match prepare_call(tool.as_ref(), call.arguments()) {
+            Ok(args) => args,
+            Err(err) => return Preparation::Immediate(ToolResult::error(err.message())),
+        };
+        if let Some(hook) = &self.env.config.before_tool_call {
+            let ctx = BeforeToolCallContext {
+                assistant_message: Arc::clone(call.message()),
+                tool_call: call.block().call.clone(),
+                args: args.clone(),
+                messages: self
+                    .hook_messages
+                    .clone()
+                    .unwrap_or_else(|| self.env.transcript.into()),
+                signal: self.env.signal.clone(),
+            };
+            match guarded(|| hook(ctx)).await {
+                Ok(Ok(decision)) => {
+                    if decision.block {
+                        let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
+                        return Preparation::Immediate(
+                            ToolResult::error(reason).with_terminate(decision.terminate),
+                        );
+                    }
+                    if let Some(replaced) = decision.args {
+                        args = replaced;
+                    }
+                }
+                Ok(Err(err)) => return Preparation::Immediate(ToolResult::error(err.message())),
+                Err(panic) => {
+                    return Preparation::Immediate(ToolResult::error(format!(
+                        "before_tool_call panicked: {panic}"
+                    )));
+                }
+            }
+            if self.env.signal.is_cancelled() {
+                return Preparation::Immediate(ToolResult::error(ABORTED));
+            }
+        }
+        Preparation::Ready(Prepared {
+            call,
+            tool: Arc::clone(tool),
+            args,
+            started,
+        })
+    }
+
+    /// Runs a prepared call and `after_tool_call`.
+    async fn execute(&self, prepared: Prepared) -> (ToolCallRef, ToolResult, Instant) {
+        let Prepared {
+            call,
+            tool,
+            args,
+            started,
+        } = prepared;
+        if self.env.signal.is_cancelled() {
+            return (call, ToolResult::error(ABORTED), started);
+        }
+        let shared = Arc::clone(self.env.emitter.shared());
+        let update_call = call.clone();
+        let ctx = ToolContext::new(call.id())
+            .with_signal(self.env.signal.clone())
+            .with_state(self.env.state.clone())
+            .with_updates(Arc::new(move |partial_result| {
+                shared.push_now(AgentEvent::ToolExecutionUpdate {
+                    call: update_call.clone(),
+                    partial_result: Box::new(partial_result),
+                });
+            }));
+        match &self.env.config.after_tool_call {
+            None => {
+                let result = execute_call(tool.as_ref(), args, ctx).await;
+                (call, result, started)
+            }
+            Some(_) => {
+                // Boxed so that the hook's state does not grow every call's future.
+                let result =
+                    Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
+                (call, result, started)
+            }
+        }
+    }
+
+    /// Runs a call, then `after_tool_call` on its result.
+    async fn execute_with_after_hook(
+        &self,
+        call: &ToolCallRef,
+        tool: &dyn AgentTool,
+        args: Value,
+        ctx: ToolContext,
+    ) -> ToolResult {
+        let mut result = execute_call(tool, args.clone(), ctx).await;
+        let Some(hook) = &self.env.config.after_tool_call else {
+            return result;
+        };
+        let hook_ctx = AfterToolCallContext {
+            assistant_message: Arc::clone(call.message()),
+            tool_call: call.block().call.clone(),
+            args,
+            is_error: result.is_error,
+            result: result.clone(),
+            messages: self
+                .hook_messages
+                .clone()
+                .unwrap_or_else(|| self.env.transcript.into()),
+            signal: self.env.signal.clone(),
+        };
+        match guarded(|| hook(hook_ctx)).await {
+            Ok(Ok(overrides)) => overrides.apply(&mut result),
+            Ok(Err(err)) => result = ToolResult::error(err.message()),
+            Err(panic) => result = ToolResult::error(format!("after_tool_call panicked: {panic}")),
+        }
+        result
+    }
+
+    /// Builds the result message and emits `ToolExecutionEnd`.
+    async fn finish(&self, call: &ToolCallRef, result: ToolResult, started: Instant) -> Finished {
+        let (done, end) = self.finish_quietly(call, result, started);
+        self.env.emitter.emit(end).await;
+        done
+    }
+
+    /// Builds the result message and the `ToolExecutionEnd` event to emit for it.
+    fn finish_quietly(
+        &self,
+        call: &ToolCallRef,
+        result: ToolResult,
+        started: Instant,
+    ) -> (Finished, AgentEvent) {
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let ToolResult {
+            content,
+            details,
+            usage,
+            added_tool_names,
+            terminate,
+            is_error,
+        } = result;
+        let message = Arc::new(Message::ToolResult(ToolResultMessage {
+            tool_call_id: call.id().to_owned(),
+            tool_name: call.name().to_owned(),
+            content,
+            details,
+            is_error,
+            duration_ms: Some(duration_ms),
+            timestamp: now_ms(),
+        }));
+        let end = AgentEvent::ToolExecutionEnd {
+            call: call.clone(),
+            result: Arc::clone(&message),
+            is_error,
+            terminate,
+            usage: usage.map(Box::new),
+            duration_ms,
+        };
+        let done = Finished {
+            message,
+            terminate,
+            added_tool_names,
+        };
+        (done, end)
+    }
+
+    async fn emit_message(&self, message: &Arc<Message>) {
+        let emitter = self.env.emitter;
+        emitter
+            .emit(AgentEvent::MessageStart {
+                message: Arc::clone(message),
+            })
+            .await;
+        emitter
+            .emit(AgentEvent::MessageEnd {
+                message: Arc::clone(message),
+            })
+            .await;
+    }
+}
+
+/// Polls a future once with the current task's context.
+async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
+}

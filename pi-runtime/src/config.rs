@@ -1,0 +1,428 @@
+//! How a run is configured: the execution mode and every hook of pi 0.73.1's `AgentLoopConfig`.
+//!
+//! Hooks are optional async closures. Each gets owned, cheaply shared inputs (`Arc`s), so a
+//! plain `|ctx| async move { .. }` closure works. A hook that returns `Err` or panics never stops
+//! the agent: the call it was about gets an error result with the error's text.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use pi_tool::{BoxFuture, CancellationToken, Content, ToolCall, ToolError, ToolResult, Usage};
+use serde_json::Value;
+
+use crate::message::Message;
+use crate::model::StreamOptions;
+
+/// How the tool calls of one assistant message are scheduled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ToolExecution {
+    /// Prepare the calls one by one in source order, then run them all at once (the default).
+    #[default]
+    Parallel,
+    /// Prepare and run each call before the next one starts.
+    Sequential,
+}
+
+/// What `before_tool_call` decides about a call.
+///
+/// The default lets the call run with its validated arguments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BeforeToolCall {
+    /// Do not run the call; it gets an error result with [`reason`](Self::reason).
+    pub block: bool,
+    /// Why the call was blocked; the model sees it. Without one the text is
+    /// `Tool execution was blocked`.
+    pub reason: Option<String>,
+    /// Run the call with these arguments instead of the validated ones (not re-validated).
+    pub args: Option<Value>,
+    /// Mark the blocked call's result `terminate` (it counts towards ending the batch).
+    pub terminate: bool,
+}
+
+impl BeforeToolCall {
+    /// Let the call run.
+    pub fn allow() -> Self {
+        BeforeToolCall::default()
+    }
+
+    /// Block the call with a reason for the model.
+    pub fn block(reason: impl Into<String>) -> Self {
+        BeforeToolCall {
+            block: true,
+            reason: Some(reason.into()),
+            ..BeforeToolCall::default()
+        }
+    }
+
+    /// Block the call without a reason (`Tool execution was blocked`).
+    pub fn block_silently() -> Self {
+        BeforeToolCall {
+            block: true,
+            ..BeforeToolCall::default()
+        }
+    }
+
+    /// Let the call run with other arguments (they are not validated again).
+    pub fn replace_args(args: Value) -> Self {
+        BeforeToolCall {
+            args: Some(args),
+            ..BeforeToolCall::default()
+        }
+    }
+
+    /// Sets [`terminate`](Self::terminate) (meaningful for a blocked call).
+    #[must_use]
+    pub fn with_terminate(mut self, terminate: bool) -> Self {
+        self.terminate = terminate;
+        self
+    }
+}
+
+/// Field-wise overrides `after_tool_call` applies to a result. `None` keeps the tool's value;
+/// each `Some` replaces the whole field (nothing is deep-merged).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AfterToolCall {
+    /// New content for the model.
+    pub content: Option<Vec<Content>>,
+    /// New details.
+    pub details: Option<Value>,
+    /// Whether the result counts as an error.
+    pub is_error: Option<bool>,
+    /// Whether the result asks the loop to stop after this batch.
+    pub terminate: Option<bool>,
+    /// The tool's token usage.
+    pub usage: Option<Usage>,
+}
+
+impl AfterToolCall {
+    /// Keep the result as it is.
+    pub fn keep() -> Self {
+        AfterToolCall::default()
+    }
+
+    /// Replace the content.
+    #[must_use]
+    pub fn content(mut self, content: Vec<Content>) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// Replace the details.
+    #[must_use]
+    pub fn details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Set whether the result is an error.
+    #[must_use]
+    pub fn is_error(mut self, is_error: bool) -> Self {
+        self.is_error = Some(is_error);
+        self
+    }
+
+    /// Set whether the result ends the batch.
+    #[must_use]
+    pub fn terminate(mut self, terminate: bool) -> Self {
+        self.terminate = Some(terminate);
+        self
+    }
+
+    /// Set the usage.
+    #[must_use]
+    pub fn usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Applies the overrides to `result`.
+    pub(crate) fn apply(self, result: &mut ToolResult) {
+        if let Some(content) = self.content {
+            result.content = content;
+        }
+        if let Some(details) = self.details {
+            result.details = details;
+        }
+        if let Some(is_error) = self.is_error {
+            result.is_error = is_error;
+        }
+        if let Some(terminate) = self.terminate {
+            result.terminate = terminate;
+        }
+        if let Some(usage) = self.usage {
+            result.usage = Some(usage);
+        }
+    }
+}
+
+/// What `before_tool_call` sees of a call.
+#[derive(Clone, Debug)]
+pub struct BeforeToolCallContext {
+    /// The assistant message that made the call.
+    pub assistant_message: Arc<Message>,
+    /// The call as the model sent it (raw arguments).
+    pub tool_call: ToolCall,
+    /// The arguments after `prepare_arguments`, validation and normalization.
+    pub args: Value,
+    /// The transcript at the time of the call (it ends with the assistant message).
+    pub messages: Arc<[Arc<Message>]>,
+    /// The run's abort signal.
+    pub signal: CancellationToken,
+}
+
+/// What `after_tool_call` sees of a finished call.
+#[derive(Clone, Debug)]
+pub struct AfterToolCallContext {
+    /// The assistant message that made the call.
+    pub assistant_message: Arc<Message>,
+    /// The call as the model sent it (raw arguments).
+    pub tool_call: ToolCall,
+    /// The arguments the tool ran with.
+    pub args: Value,
+    /// The tool's result, before any override.
+    pub result: ToolResult,
+    /// Whether the result is an error.
+    pub is_error: bool,
+    /// The transcript at the time of the call.
+    pub messages: Arc<[Arc<Message>]>,
+    /// The run's abort signal.
+    pub signal: CancellationToken,
+}
+
+/// What `should_stop_after_turn` sees of a finished turn.
+#[derive(Clone, Debug)]
+pub struct TurnEndContext {
+    /// The turn's assistant message.
+    pub message: Arc<Message>,
+    /// Its tool results, in call order.
+    pub tool_results: Vec<Arc<Message>>,
+    /// The whole transcript.
+    pub messages: Arc<[Arc<Message>]>,
+    /// The messages this run added so far.
+    pub new_messages: Arc<[Arc<Message>]>,
+}
+
+/// `convert_to_llm`/`transform_context`: rewrites the transcript a model request sees.
+pub type MessagesHook = Arc<
+    dyn Fn(Vec<Arc<Message>>, CancellationToken) -> BoxFuture<'static, Vec<Arc<Message>>>
+        + Send
+        + Sync,
+>;
+/// `before_tool_call`.
+pub type BeforeToolCallHook = Arc<
+    dyn Fn(BeforeToolCallContext) -> BoxFuture<'static, Result<BeforeToolCall, ToolError>>
+        + Send
+        + Sync,
+>;
+/// `after_tool_call`.
+pub type AfterToolCallHook = Arc<
+    dyn Fn(AfterToolCallContext) -> BoxFuture<'static, Result<AfterToolCall, ToolError>>
+        + Send
+        + Sync,
+>;
+/// `should_stop_after_turn`.
+pub type ShouldStopHook = Arc<dyn Fn(TurnEndContext) -> BoxFuture<'static, bool> + Send + Sync>;
+/// A source of steering or follow-up messages, polled by the loop.
+pub type MessageSource = Arc<dyn Fn() -> BoxFuture<'static, Vec<Message>> + Send + Sync>;
+/// `get_api_key`: resolves the API key for a provider before every model request.
+pub type ApiKeyHook = Arc<dyn Fn(String) -> BoxFuture<'static, Option<String>> + Send + Sync>;
+
+/// The configuration of one run: the execution mode, request options and pi's hooks.
+///
+/// Every hook is optional; without hooks the loop does no per-turn work beyond the model call
+/// and the tools. Cloning is cheap (hooks are shared).
+///
+/// ```
+/// use pi_runtime::{AgentLoopConfig, BeforeToolCall, ToolExecution};
+///
+/// let config = AgentLoopConfig::new()
+///     .tool_execution(ToolExecution::Parallel)
+///     .max_parallel(8)
+///     .before_tool_call(|ctx| async move {
+///         if ctx.tool_call.name == "bash" {
+///             Ok(BeforeToolCall::block("bash needs the user's approval"))
+///         } else {
+///             Ok(BeforeToolCall::allow())
+///         }
+///     });
+/// # let _ = config;
+/// ```
+#[derive(Clone, Default)]
+pub struct AgentLoopConfig {
+    /// Maps the transcript to what the model sees (pi's `convertToLlm`). `None` passes the
+    /// transcript through; providers skip [`Message::Custom`] themselves.
+    pub convert_to_llm: Option<MessagesHook>,
+    /// Rewrites the transcript before `convert_to_llm` (pruning, compaction).
+    pub transform_context: Option<MessagesHook>,
+    /// Runs after validation, before a call executes: may block it or replace its arguments.
+    pub before_tool_call: Option<BeforeToolCallHook>,
+    /// Runs after a call executes: may override fields of its result.
+    pub after_tool_call: Option<AfterToolCallHook>,
+    /// Runs after every turn; `true` ends the run (steering and follow-ups are not polled).
+    pub should_stop_after_turn: Option<ShouldStopHook>,
+    /// Messages to inject before the next model request (polled before the first request and
+    /// after every turn).
+    pub get_steering_messages: Option<MessageSource>,
+    /// Messages that start another turn when the agent would otherwise stop.
+    pub get_follow_up_messages: Option<MessageSource>,
+    /// Resolves the API key before every request; `None` from it falls back to the options' key.
+    pub get_api_key: Option<ApiKeyHook>,
+    /// Parallel (default) or sequential.
+    pub tool_execution: ToolExecution,
+    /// At most this many calls of a parallel batch run at once (`None`: no limit, like pi).
+    pub max_parallel: Option<usize>,
+    /// Options for every model request (the run's signal replaces `signal`).
+    pub stream_options: StreamOptions,
+}
+
+impl AgentLoopConfig {
+    /// The default configuration: parallel, no hooks.
+    pub fn new() -> Self {
+        AgentLoopConfig::default()
+    }
+
+    /// Sets the execution mode.
+    #[must_use]
+    pub fn tool_execution(mut self, mode: ToolExecution) -> Self {
+        self.tool_execution = mode;
+        self
+    }
+
+    /// Caps how many calls of a parallel batch run at once (0 is read as 1).
+    #[must_use]
+    pub fn max_parallel(mut self, limit: usize) -> Self {
+        self.max_parallel = Some(limit.max(1));
+        self
+    }
+
+    /// Sets the options of every model request.
+    #[must_use]
+    pub fn stream_options(mut self, options: StreamOptions) -> Self {
+        self.stream_options = options;
+        self
+    }
+
+    /// Sets `convert_to_llm`.
+    #[must_use]
+    pub fn convert_to_llm<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(Vec<Arc<Message>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Arc<Message>>> + Send + 'static,
+    {
+        self.convert_to_llm = Some(Arc::new(move |messages, _signal| Box::pin(hook(messages))));
+        self
+    }
+
+    /// Sets `transform_context` (it gets the run's abort signal).
+    #[must_use]
+    pub fn transform_context<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(Vec<Arc<Message>>, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Arc<Message>>> + Send + 'static,
+    {
+        self.transform_context = Some(Arc::new(move |messages, signal| {
+            Box::pin(hook(messages, signal))
+        }));
+        self
+    }
+
+    /// Sets `before_tool_call`.
+    #[must_use]
+    pub fn before_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(BeforeToolCallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<BeforeToolCall, ToolError>> + Send + 'static,
+    {
+        self.before_tool_call = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
+    /// Sets `after_tool_call`.
+    #[must_use]
+    pub fn after_tool_call<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(AfterToolCallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AfterToolCall, ToolError>> + Send + 'static,
+    {
+        self.after_tool_call = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
+    /// Sets `should_stop_after_turn`.
+    #[must_use]
+    pub fn should_stop_after_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(TurnEndContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.should_stop_after_turn = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
+    /// Sets the steering source.
+    #[must_use]
+    pub fn steering<F, Fut>(mut self, source: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Message>> + Send + 'static,
+    {
+        self.get_steering_messages = Some(Arc::new(move || Box::pin(source())));
+        self
+    }
+
+    /// Sets the follow-up source.
+    #[must_use]
+    pub fn follow_up<F, Fut>(mut self, source: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Vec<Message>> + Send + 'static,
+    {
+        self.get_follow_up_messages = Some(Arc::new(move || Box::pin(source())));
+        self
+    }
+
+    /// Sets `get_api_key` (called with the model's provider name).
+    #[must_use]
+    pub fn api_key<F, Fut>(mut self, resolve: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<String>> + Send + 'static,
+    {
+        self.get_api_key = Some(Arc::new(move |provider| Box::pin(resolve(provider))));
+        self
+    }
+}
+
+impl fmt::Debug for AgentLoopConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hooks: Vec<&str> = [
+            ("convert_to_llm", self.convert_to_llm.is_some()),
+            ("transform_context", self.transform_context.is_some()),
+            ("before_tool_call", self.before_tool_call.is_some()),
+            ("after_tool_call", self.after_tool_call.is_some()),
+            (
+                "should_stop_after_turn",
+                self.should_stop_after_turn.is_some(),
+            ),
+            (
+                "get_steering_messages",
+                self.get_steering_messages.is_some(),
+            ),
+            (
+                "get_follow_up_messages",
+                self.get_follow_up_messages.is_some(),
+            ),
+            ("get_api_key", self.get_api_key.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        f.debug_struct("AgentLoopConfig")
+            .field("tool_execution", &self.tool_execution)
+            .field("max_parallel", &self.max_parallel)
+            .field("hooks", &hooks)
+            .field("stream_options", &self.stream_options)
+            .finish()
+    }
+}

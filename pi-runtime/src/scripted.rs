@@ -1,0 +1,403 @@
+//! Models without a network: [`ScriptedModel`] replays prepared responses, [`FnModel`] answers
+//! with a closure. Both are for tests, examples and benchmarks.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use futures_util::stream::{self, BoxStream};
+use pi_tool::{CancellationToken, ToolSpec};
+use serde_json::Value;
+
+use crate::message::{AssistantContent, AssistantMessage, Message, StopReason};
+use crate::model::{AssistantEvent, Context, Model, StreamOptions};
+
+/// The text of the error a [`ScriptedModel`] answers with once its script is used up.
+pub const SCRIPT_EXHAUSTED: &str = "ScriptedModel: the script has no more responses";
+
+/// One request a model received: an owned snapshot of its context.
+#[derive(Clone, Debug)]
+pub struct ModelRequest {
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The transcript the model saw (shared messages: a snapshot costs one pointer each).
+    pub messages: Vec<Arc<Message>>,
+    /// The tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// The request's abort signal.
+    pub signal: CancellationToken,
+    /// The API key given in the options, if any.
+    pub api_key: Option<String>,
+    /// The session id given in the options, if any.
+    pub session_id: Option<String>,
+    /// How many requests came before this one.
+    pub index: usize,
+}
+
+impl ModelRequest {
+    fn capture(context: &Context<'_>, options: &StreamOptions, index: usize) -> Self {
+        ModelRequest {
+            system_prompt: context.system_prompt.to_owned(),
+            messages: context.messages.to_vec(),
+            tools: context.tools.to_vec(),
+            signal: options.signal.clone(),
+            api_key: options.api_key.clone(),
+            session_id: options.session_id.clone(),
+            index,
+        }
+    }
+
+    /// The roles of the messages, in order (`user`, `assistant`, `toolResult`, `custom`).
+    pub fn roles(&self) -> Vec<&'static str> {
+        self.messages.iter().map(|m| m.role()).collect()
+    }
+
+    /// The names of the offered tools.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
+/// How a [`ScriptedModel`] streams each response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScriptedStreaming {
+    /// `Start` (metadata, no content) then `Done` with the whole message, like pi's benchmark
+    /// stream function.
+    #[default]
+    Whole,
+    /// `Start`, then start/delta/end events for every block, then `Done`.
+    Deltas,
+}
+
+/// A model that replays prepared assistant messages, one per request, and records every
+/// request it was given. When the script is used up it answers with an error message
+/// (`stop_reason` `Error`, text [`SCRIPT_EXHAUSTED`]).
+///
+/// ```
+/// use pi_runtime::{AssistantContent, AssistantMessage, ScriptedModel, StopReason};
+///
+/// let model = ScriptedModel::new([AssistantMessage::new(vec![AssistantContent::text("hi")], StopReason::Stop)]);
+/// assert_eq!(model.remaining(), 1);
+/// assert_eq!(model.calls(), 0);
+/// ```
+pub struct ScriptedModel {
+    script: Mutex<VecDeque<AssistantMessage>>,
+    requests: Mutex<Vec<ModelRequest>>,
+    calls: AtomicUsize,
+    record: bool,
+    streaming: ScriptedStreaming,
+    api: String,
+    provider: String,
+    id: String,
+}
+
+impl ScriptedModel {
+    /// A model answering with `responses` in order. Each response is stamped with this model's
+    /// api, provider and id (`scripted`, `scripted`, `scripted-1`) unless it already has them.
+    pub fn new(responses: impl IntoIterator<Item = AssistantMessage>) -> Self {
+        ScriptedModel {
+            script: Mutex::new(responses.into_iter().collect()),
+            requests: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+            record: true,
+            streaming: ScriptedStreaming::Whole,
+            api: "scripted".to_owned(),
+            provider: "scripted".to_owned(),
+            id: "scripted-1".to_owned(),
+        }
+    }
+
+    /// Stops recording requests (for benchmarks: recording copies each context's pointers).
+    #[must_use]
+    pub fn without_recording(mut self) -> Self {
+        self.record = false;
+        self
+    }
+
+    /// Sets how responses are streamed.
+    #[must_use]
+    pub fn streaming(mut self, streaming: ScriptedStreaming) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Sets the api, provider and model id the model reports.
+    #[must_use]
+    pub fn with_identity(
+        mut self,
+        api: impl Into<String>,
+        provider: impl Into<String>,
+        id: impl Into<String>,
+    ) -> Self {
+        self.api = api.into();
+        self.provider = provider.into();
+        self.id = id.into();
+        self
+    }
+
+    /// Appends a response to the script.
+    pub fn push(&self, response: AssistantMessage) {
+        lock(&self.script).push_back(response);
+    }
+
+    /// How many requests the model received.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// How many responses are left.
+    pub fn remaining(&self) -> usize {
+        lock(&self.script).len()
+    }
+
+    /// The requests received so far (empty when recording is off).
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        lock(&self.requests).clone()
+    }
+
+    fn stamp(&self, mut message: AssistantMessage) -> AssistantMessage {
+        if message.api.is_empty() {
+            message.api.clone_from(&self.api);
+        }
+        if message.provider.is_empty() {
+            message.provider.clone_from(&self.provider);
+        }
+        if message.model.is_empty() {
+            message.model.clone_from(&self.id);
+        }
+        message
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("remaining", &self.remaining())
+            .field("calls", &self.calls())
+            .field("record", &self.record)
+            .field("streaming", &self.streaming)
+            .finish()
+    }
+}
+
+impl Model for ScriptedModel {
+    fn api(&self) -> &str {
+        &self.api
+    }
+
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent> {
+        let index = self.calls.fetch_add(1, Ordering::Relaxed);
+        if self.record {
+            lock(&self.requests).push(ModelRequest::capture(&context, options, index));
+        }
+        let next = lock(&self.script).pop_front();
+        let Some(message) = next else {
+            let error = self.stamp(AssistantMessage::failed(
+                StopReason::Error,
+                SCRIPT_EXHAUSTED,
+            ));
+            return stream::iter([AssistantEvent::Error {
+                reason: StopReason::Error,
+                error,
+            }])
+            .boxed();
+        };
+        let message = self.stamp(message);
+        let partial = AssistantMessage {
+            content: Vec::new(),
+            api: message.api.clone(),
+            provider: message.provider.clone(),
+            model: message.model.clone(),
+            ..AssistantMessage::empty()
+        };
+        let mut events = vec![AssistantEvent::Start { partial }];
+        if self.streaming == ScriptedStreaming::Deltas {
+            push_block_events(&message, &mut events);
+        }
+        events.push(final_event(message));
+        stream::iter(events).boxed()
+    }
+}
+
+/// `Done`, or `Error` for a message that stopped with `Error`/`Aborted`.
+fn final_event(message: AssistantMessage) -> AssistantEvent {
+    match message.stop_reason {
+        StopReason::Error | StopReason::Aborted => AssistantEvent::Error {
+            reason: message.stop_reason,
+            error: message,
+        },
+        reason => AssistantEvent::Done { reason, message },
+    }
+}
+
+/// The start/delta/end events that stream `message`'s blocks (text split in two deltas).
+fn push_block_events(message: &AssistantMessage, events: &mut Vec<AssistantEvent>) {
+    for (content_index, block) in message.content.iter().enumerate() {
+        match block {
+            AssistantContent::Text { text, .. } => {
+                events.push(AssistantEvent::TextStart { content_index });
+                for delta in halves(text) {
+                    events.push(AssistantEvent::TextDelta {
+                        content_index,
+                        delta,
+                    });
+                }
+                events.push(AssistantEvent::TextEnd {
+                    content_index,
+                    content: text.clone(),
+                });
+            }
+            AssistantContent::Thinking { thinking, .. } => {
+                events.push(AssistantEvent::ThinkingStart { content_index });
+                for delta in halves(thinking) {
+                    events.push(AssistantEvent::ThinkingDelta {
+                        content_index,
+                        delta,
+                    });
+                }
+                events.push(AssistantEvent::ThinkingEnd {
+                    content_index,
+                    content: thinking.clone(),
+                });
+            }
+            AssistantContent::ToolCall(block) => {
+                events.push(AssistantEvent::ToolCallStart {
+                    content_index,
+                    id: block.call.id.clone(),
+                    name: block.call.name.clone(),
+                });
+                let json = match &block.call.arguments {
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                for delta in halves(&json) {
+                    events.push(AssistantEvent::ToolCallDelta {
+                        content_index,
+                        delta,
+                    });
+                }
+                events.push(AssistantEvent::ToolCallEnd {
+                    content_index,
+                    tool_call: block.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// `text` in two pieces, split at a char boundary near the middle (one piece when short).
+fn halves(text: &str) -> Vec<String> {
+    let mut middle = text.len() / 2;
+    while !text.is_char_boundary(middle) {
+        middle += 1;
+    }
+    let (a, b) = text.split_at(middle);
+    [a, b]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+type Respond = dyn Fn(ModelRequest) -> futures_util::future::BoxFuture<'static, AssistantMessage>
+    + Send
+    + Sync;
+
+/// A model that answers each request with a closure (an async fn of the request), for tests
+/// whose response depends on the context or the abort signal. A message with `stop_reason`
+/// `Error`/`Aborted` ends the stream with `Error`, any other with `Done`.
+///
+/// ```
+/// use pi_runtime::{AssistantContent, AssistantMessage, FnModel, StopReason};
+///
+/// let model = FnModel::new(|request| async move {
+///     let text = format!("you said {} things", request.messages.len());
+///     AssistantMessage::new(vec![AssistantContent::text(text)], StopReason::Stop)
+/// });
+/// # let _ = model;
+/// ```
+pub struct FnModel {
+    respond: Box<Respond>,
+    calls: AtomicUsize,
+}
+
+impl FnModel {
+    /// A model answering with `respond`.
+    pub fn new<F, Fut>(respond: F) -> Self
+    where
+        F: Fn(ModelRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = AssistantMessage> + Send + 'static,
+    {
+        FnModel {
+            respond: Box::new(move |request| Box::pin(respond(request))),
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many requests the model received.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for FnModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnModel")
+            .field("calls", &self.calls())
+            .finish()
+    }
+}
+
+impl Model for FnModel {
+    fn api(&self) -> &str {
+        "scripted"
+    }
+
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    fn id(&self) -> &str {
+        "fn-model"
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent> {
+        let index = self.calls.fetch_add(1, Ordering::Relaxed);
+        let response = (self.respond)(ModelRequest::capture(&context, options, index));
+        stream::once(async move {
+            let mut message = response.await;
+            if message.api.is_empty() {
+                message.api = "scripted".to_owned();
+                message.provider = "scripted".to_owned();
+                message.model = "fn-model".to_owned();
+            }
+            final_event(message)
+        })
+        .boxed()
+    }
+}

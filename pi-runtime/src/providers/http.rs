@@ -155,7 +155,7 @@ impl Exchange<'_> {
                 self.body = None;
                 self.decoder.fail(
                     StopReason::Error,
-                    format!("No data from the provider for {} s", idle.as_secs()),
+                    format!("No data from the provider for {idle:?}"),
                 )
             }
         }
@@ -209,8 +209,8 @@ impl Exchange<'_> {
                 Ok(Err(err)) => (format!("Connection error: {}", error_chain(&err)), None),
                 Err(_) => (
                     format!(
-                        "No response from the provider within {} s",
-                        self.settings.idle_timeout.as_secs()
+                        "No response from the provider within {:?}",
+                        self.settings.idle_timeout
                     ),
                     None,
                 ),

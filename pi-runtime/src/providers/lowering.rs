@@ -104,7 +104,12 @@ pub fn lower_schema(schema: &Value, mode: SchemaMode) -> Lowered {
     let schema = match mode {
         SchemaMode::OpenAiStrict => lowering.openai_root(schema),
         SchemaMode::Anthropic => lowering.anthropic_root(schema),
-        SchemaMode::Gemini => lowering.gemini(schema, "root", 0),
+        SchemaMode::Gemini => {
+            if schema.get("type").and_then(Value::as_str) != Some("object") {
+                lowering.problem("root", "the root must be an object schema for Gemini");
+            }
+            lowering.gemini(schema, "root", 0)
+        }
     };
     Lowered {
         schema,

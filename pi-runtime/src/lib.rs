@@ -3,6 +3,7 @@
 mod event;
 mod message;
 mod model;
+pub mod providers;
 
 pub use event::AgentEvent;
 pub use message::{

@@ -1,0 +1,3 @@
+//! Streaming benchmark (filled in below).
+
+fn main() {}

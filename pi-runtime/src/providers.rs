@@ -1,0 +1,109 @@
+//! Real model APIs: OpenAI Chat Completions (and every OpenAI-compatible server), OpenAI
+//! Responses, Anthropic Messages and Google Generative AI.
+//!
+//! Each provider is a [`Model`](crate::Model) with a builder (base URL, key, timeouts, retries,
+//! headers). The wire formats, the schema lowering, the stream decoders and the incremental
+//! JSON parser are plain code that compiles without the `http` feature; the HTTP clients
+//! (reqwest with rustls) need it.
+
+mod anthropic;
+mod assemble;
+mod decode;
+mod env;
+mod google;
+#[cfg(feature = "http")]
+mod http;
+mod lowering;
+mod openai_completions;
+mod openai_responses;
+mod partial_json;
+mod settings;
+mod sse;
+mod transform;
+
+pub use anthropic::AnthropicMessages;
+pub use decode::ResponseDecoder;
+#[cfg(feature = "http")]
+pub use env::from_env;
+pub use env::{MissingKey, Selection, select_from_env};
+pub use google::GoogleGenerativeAi;
+pub use lowering::{CompatibilityReport, Lowered, SchemaMode, SchemaProblem, lower_schema};
+pub use openai_completions::{CompletionsCompat, OpenAiCompletions};
+pub use openai_responses::OpenAiResponses;
+pub use partial_json::PartialJson;
+pub use sse::{SseDecoder, SseEvent};
+
+use pi_tool::Content;
+use serde_json::Value;
+
+/// The text blocks of a content list joined with `\n`.
+fn text_of(content: &[Content]) -> String {
+    let texts: Vec<&str> = content.iter().filter_map(Content::as_text).collect();
+    texts.join("\n")
+}
+
+/// `data:<mime>;base64,<data>`.
+fn image_data_url(data: &str, mime_type: &str) -> String {
+    format!("data:{mime_type};base64,{data}")
+}
+
+/// Tool-call arguments as the JSON text OpenAI expects (raw text that never parsed is sent
+/// back as it came).
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Tool-call arguments as the object Anthropic and Gemini expect.
+fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::String(raw) => match serde_json::from_str::<Value>(raw) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => Value::Object(Default::default()),
+        },
+        _ => Value::Object(Default::default()),
+    }
+}
+
+/// The message of a request that cannot be sent for want of a key.
+#[cfg(feature = "http")]
+fn missing_key_message(settings: &settings::Settings) -> String {
+    let variables = settings.api_key_env.join(" or ");
+    if variables.is_empty() {
+        format!(
+            "No API key for provider \"{}\": set one with .api_key(..)",
+            settings.provider
+        )
+    } else {
+        format!(
+            "No API key for provider \"{}\": set {variables} (or pass one with .api_key(..))",
+            settings.provider
+        )
+    }
+}
+
+/// An OpenAI-style request: `Authorization: Bearer <key>`; the key may be absent only when the
+/// endpoint is not the provider's own (a local server).
+#[cfg(feature = "http")]
+fn bearer_request(
+    settings: &settings::Settings,
+    options: &crate::StreamOptions,
+    key_required: bool,
+    path: &str,
+    body: Value,
+) -> Result<http::WireRequest, String> {
+    let mut headers = Vec::new();
+    match settings.resolve_key(options.api_key.as_deref()) {
+        Some(key) => headers.push(("authorization".to_owned(), format!("Bearer {key}"))),
+        None if key_required => return Err(missing_key_message(settings)),
+        None => {}
+    }
+    Ok(http::WireRequest {
+        url: format!("{}{path}", settings.base_url),
+        headers,
+        body,
+    })
+}

@@ -1,0 +1,412 @@
+//! Anthropic Messages (`/v1/messages`): object-root `input_schema`, tool results merged into one
+//! user message with `is_error`, thinking blocks replayed with their signatures.
+
+use std::collections::HashMap;
+
+use pi_tool::{Content, ToolSpec, Usage};
+use serde_json::{Map, Value, json};
+
+use super::assemble::Assembler;
+use super::decode::{WireDecoder, error_message, parse_json};
+use super::lowering::{SchemaMode, lower_schema};
+use super::settings::{Settings, settings_builder};
+use super::sse::SseEvent;
+use super::transform::{IdRule, Target, transform};
+use super::{arguments_object, text_of};
+use crate::message::{AssistantContent, Message, StopReason};
+use crate::model::{Context, StreamOptions, ThinkingLevel, ToolChoice};
+
+const ANTHROPIC_URL: &str = "https://api.anthropic.com/v1";
+#[cfg(feature = "http")]
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Anthropic requires `max_tokens`; this is used when neither the options nor the builder set it.
+const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// A model behind the Anthropic Messages API.
+///
+/// ```
+/// use pi_runtime::providers::AnthropicMessages;
+///
+/// let model = AnthropicMessages::new("claude-sonnet-4-5").max_tokens(4096);
+/// # let _ = model;
+/// ```
+#[derive(Clone, Debug)]
+pub struct AnthropicMessages {
+    pub(crate) settings: Settings,
+    #[cfg(feature = "http")]
+    client: super::http::LazyClient,
+}
+
+settings_builder!(AnthropicMessages);
+
+impl AnthropicMessages {
+    /// The wire API name.
+    pub const API: &'static str = "anthropic-messages";
+
+    /// A model of Anthropic's (`https://api.anthropic.com/v1`, key from `ANTHROPIC_API_KEY`).
+    pub fn new(model: impl Into<String>) -> Self {
+        AnthropicMessages {
+            settings: Settings::new(
+                &model.into(),
+                "anthropic",
+                ANTHROPIC_URL,
+                &["ANTHROPIC_API_KEY"],
+            ),
+            #[cfg(feature = "http")]
+            client: Default::default(),
+        }
+    }
+
+    /// The JSON body this model would send for a context: for tests and debugging.
+    pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
+        let target = Target {
+            api: Self::API,
+            provider: &self.settings.provider,
+            model: &self.settings.model,
+            accepts_images: self.settings.images,
+            id_rule: IdRule::Sanitize64,
+        };
+        let mut messages: Vec<Value> = Vec::new();
+        // Consecutive tool results go into one user message.
+        let mut results: Vec<Value> = Vec::new();
+        for message in &transform(context.messages, target) {
+            if !matches!(message, Message::ToolResult(_)) && !results.is_empty() {
+                messages.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
+            }
+            match message {
+                Message::User(user) => {
+                    let blocks = content_blocks(&user.content);
+                    if !blocks.is_empty() {
+                        messages.push(json!({"role": "user", "content": blocks}));
+                    }
+                }
+                Message::Assistant(assistant) => {
+                    let blocks: Vec<Value> = assistant
+                        .content
+                        .iter()
+                        .filter_map(assistant_block)
+                        .collect();
+                    if !blocks.is_empty() {
+                        messages.push(json!({"role": "assistant", "content": blocks}));
+                    }
+                }
+                Message::ToolResult(result) => {
+                    let has_images = result
+                        .content
+                        .iter()
+                        .any(|c| matches!(c, Content::Image { .. }));
+                    let content = if has_images {
+                        let mut blocks = content_blocks(&result.content);
+                        if text_of(&result.content).is_empty() {
+                            blocks
+                                .insert(0, json!({"type": "text", "text": "(see attached image)"}));
+                        }
+                        Value::Array(blocks)
+                    } else {
+                        json!(text_of(&result.content))
+                    };
+                    results.push(
+                        json!({"type": "tool_result", "tool_use_id": result.tool_call_id,
+                        "content": content, "is_error": result.is_error}),
+                    );
+                }
+                Message::Custom(_) => {}
+            }
+        }
+        if !results.is_empty() {
+            messages.push(json!({"role": "user", "content": results}));
+        }
+        let mut max_tokens = options
+            .max_tokens
+            .or(self.settings.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS);
+        let budget = options.thinking.and_then(thinking_budget);
+        if let Some(budget) = budget {
+            max_tokens = max_tokens.saturating_add(budget);
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.settings.model));
+        body.insert("max_tokens".into(), json!(max_tokens));
+        body.insert("stream".into(), json!(true));
+        if !context.system_prompt.is_empty() {
+            body.insert(
+                "system".into(),
+                json!([{"type": "text", "text": context.system_prompt}]),
+            );
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        match budget {
+            Some(budget) => {
+                body.insert(
+                    "thinking".into(),
+                    json!({"type": "enabled", "budget_tokens": budget}),
+                );
+            }
+            // Sampling temperature is not allowed together with thinking.
+            None => {
+                if let Some(temperature) = options.temperature {
+                    body.insert("temperature".into(), json!(temperature));
+                }
+            }
+        }
+        if !context.tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                Value::Array(context.tools.iter().map(anthropic_tool).collect()),
+            );
+            if let Some(choice) = &options.tool_choice {
+                body.insert("tool_choice".into(), tool_choice(choice));
+            }
+        }
+        Value::Object(body)
+    }
+
+    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+        Box::new(AnthropicDecoder::default())
+    }
+}
+
+/// A tool for Anthropic: the schema with an object root.
+pub(crate) fn anthropic_tool(spec: &ToolSpec) -> Value {
+    let schema = lower_schema(&spec.parameters, SchemaMode::Anthropic).schema;
+    json!({"name": spec.name, "description": spec.description, "input_schema": schema})
+}
+
+fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some(1024),
+        ThinkingLevel::Low => Some(2048),
+        ThinkingLevel::Medium => Some(8192),
+        ThinkingLevel::High => Some(16384),
+    }
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::None => json!({"type": "none"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+    }
+}
+
+/// Text and image blocks; empty texts are left out (the API rejects them).
+fn content_blocks(content: &[Content]) -> Vec<Value> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text { text } if text.is_empty() => None,
+            Content::Text { text } => Some(json!({"type": "text", "text": text})),
+            Content::Image { data, mime_type } => {
+                Some(json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}}))
+            }
+        })
+        .collect()
+}
+
+fn assistant_block(block: &AssistantContent) -> Option<Value> {
+    match block {
+        AssistantContent::Text { text, .. } if text.trim().is_empty() => None,
+        AssistantContent::Text { text, .. } => Some(json!({"type": "text", "text": text})),
+        AssistantContent::Thinking {
+            thinking,
+            thinking_signature,
+            redacted,
+        } => match (thinking_signature, redacted) {
+            (Some(data), true) => Some(json!({"type": "redacted_thinking", "data": data})),
+            (Some(signature), false) => {
+                Some(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
+            }
+            // Thinking without a signature cannot be replayed as thinking.
+            (None, _) if thinking.trim().is_empty() => None,
+            (None, _) => Some(json!({"type": "text", "text": thinking})),
+        },
+        AssistantContent::ToolCall(call) => Some(json!({"type": "tool_use", "id": call.call.id,
+            "name": call.call.name, "input": arguments_object(&call.call.arguments)})),
+    }
+}
+
+/// Decodes Messages stream events.
+#[derive(Debug, Default)]
+struct AnthropicDecoder {
+    /// Anthropic's block index to content index.
+    blocks: HashMap<u64, usize>,
+    stop_reason: Option<String>,
+}
+
+impl WireDecoder for AnthropicDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Assembler) {
+        let Some(data) = parse_json(event, out) else {
+            return;
+        };
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(event.event.as_str());
+        let block_index = data.get("index").and_then(Value::as_u64);
+        let block = block_index.and_then(|i| self.blocks.get(&i).copied());
+        match kind {
+            "message_start" => {
+                if let Some(id) = data.pointer("/message/id").and_then(Value::as_str) {
+                    out.set_response_id(id);
+                }
+                if let Some(usage) = data.pointer("/message/usage") {
+                    update_usage(out.usage_mut(), usage);
+                }
+            }
+            "content_block_start" => {
+                let Some(content) = data.get("content_block") else {
+                    return;
+                };
+                let text = |field: &str| {
+                    content
+                        .get(field)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                };
+                out.close_prose();
+                let index = match content.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let index = out.text_start();
+                        out.text_delta(index, text("text"));
+                        index
+                    }
+                    Some("thinking") => {
+                        let index = out.thinking_start();
+                        out.thinking_delta(index, text("thinking"));
+                        index
+                    }
+                    Some("redacted_thinking") => {
+                        let index = out.thinking_start();
+                        out.add_thinking_signature(index, text("data"), true);
+                        index
+                    }
+                    Some("tool_use") => {
+                        let index = out.tool_start(text("id"), text("name"));
+                        if let Some(input) = content
+                            .get("input")
+                            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        {
+                            out.tool_seed(index, input.clone());
+                        }
+                        index
+                    }
+                    _ => return,
+                };
+                if let Some(block_index) = block_index {
+                    self.blocks.insert(block_index, index);
+                }
+            }
+            "content_block_delta" => {
+                let (Some(index), Some(delta)) = (block, data.get("delta")) else {
+                    return;
+                };
+                let text =
+                    |field: &str| delta.get(field).and_then(Value::as_str).unwrap_or_default();
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => out.text_delta(index, text("text")),
+                    Some("thinking_delta") => out.thinking_delta(index, text("thinking")),
+                    Some("signature_delta") => {
+                        out.add_thinking_signature(index, text("signature"), false)
+                    }
+                    Some("input_json_delta") => out.tool_delta(index, text("partial_json")),
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(index) = block {
+                    out.end_block(index);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(usage) = data.get("usage") {
+                    update_usage(out.usage_mut(), usage);
+                }
+            }
+            "message_stop" => match self.stop_reason.as_deref() {
+                Some("tool_use") => out.done(StopReason::ToolUse),
+                Some("end_turn" | "pause_turn" | "stop_sequence") | None => {
+                    out.done(StopReason::Stop)
+                }
+                Some("max_tokens") => out.done(StopReason::Length),
+                Some(other) => {
+                    out.fail(StopReason::Error, format!("Provider stop_reason: {other}"))
+                }
+            },
+            "error" => {
+                let message = error_message(&data).unwrap_or_else(|| data.to_string());
+                out.fail(StopReason::Error, message);
+            }
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, _out: &mut Assembler) {}
+}
+
+/// Anthropic reports input usage at the start and cumulative output usage in `message_delta`.
+fn update_usage(usage: &mut Usage, reported: &Value) {
+    let number = |field: &str| reported.get(field).and_then(Value::as_u64);
+    if let Some(input) = number("input_tokens") {
+        usage.input = input;
+    }
+    if let Some(output) = number("output_tokens") {
+        usage.output = output;
+    }
+    if let Some(read) = number("cache_read_input_tokens") {
+        usage.cache_read = read;
+    }
+    if let Some(write) = number("cache_creation_input_tokens") {
+        usage.cache_write = write;
+    }
+    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+}
+
+#[cfg(feature = "http")]
+impl crate::model::Model for AnthropicMessages {
+    fn api(&self) -> &str {
+        Self::API
+    }
+
+    fn provider(&self) -> &str {
+        &self.settings.provider
+    }
+
+    fn id(&self) -> &str {
+        &self.settings.model
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.settings.images
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
+        let body = self.request_body(context, options);
+        let request = match self.settings.resolve_key(options.api_key.as_deref()) {
+            Some(key) => Ok(super::http::WireRequest {
+                url: format!("{}/messages", self.settings.base_url),
+                headers: vec![
+                    ("x-api-key".to_owned(), key),
+                    ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
+                ],
+                body,
+            }),
+            None => Err(super::missing_key_message(&self.settings)),
+        };
+        super::http::stream(
+            &self.client,
+            &self.settings,
+            request,
+            self.decoder(),
+            options,
+        )
+    }
+}

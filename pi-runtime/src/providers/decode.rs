@@ -1,0 +1,141 @@
+//! Turning a provider's response body into [`AssistantEvent`]s, without HTTP: bytes in, events
+//! out. The HTTP clients feed it, and so can a test or a replay of a recorded stream.
+
+use super::assemble::Assembler;
+use super::sse::{SseDecoder, SseEvent};
+use crate::message::{AssistantMessage, StopReason};
+use crate::model::AssistantEvent;
+
+/// What one wire format does with the server-sent events of its stream.
+pub(crate) trait WireDecoder: Send + Sync {
+    /// Handles one event.
+    fn event(&mut self, event: &SseEvent, out: &mut Assembler);
+    /// The body ended. Ends the response when the format says how it ended, and reports a cut
+    /// stream otherwise.
+    fn end(&mut self, out: &mut Assembler);
+}
+
+/// Why a stream that ended early is an error.
+pub(crate) const STREAM_CUT: &str = "The connection closed before the response was complete";
+
+/// Decodes one streamed response body into [`AssistantEvent`]s: feed it the bytes as they
+/// arrive with [`push`](Self::push), then call [`finish`](Self::finish) when the body ends.
+///
+/// Every provider returns one from its `decoder()` method, so a recorded stream can be replayed
+/// without a server:
+///
+/// ```
+/// use pi_runtime::AssistantEvent;
+/// use pi_runtime::providers::OpenAiCompletions;
+///
+/// let model = OpenAiCompletions::new("gpt-4o-mini");
+/// let mut decoder = model.decoder();
+/// let mut events = decoder.push(br#"data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}
+///
+/// data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+///
+/// data: [DONE]
+///
+/// "#);
+/// events.extend(decoder.finish());
+/// assert!(matches!(events.last(), Some(AssistantEvent::Done { message, .. }) if message.text() == "Hi"));
+/// ```
+pub struct ResponseDecoder {
+    sse: SseDecoder,
+    wire: Box<dyn WireDecoder>,
+    out: Assembler,
+}
+
+impl std::fmt::Debug for ResponseDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseDecoder")
+            .field("message", self.out.message())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResponseDecoder {
+    pub(crate) fn new(wire: Box<dyn WireDecoder>, api: &str, provider: &str, model: &str) -> Self {
+        ResponseDecoder {
+            sse: SseDecoder::new(),
+            wire,
+            out: Assembler::new(api, provider, model),
+        }
+    }
+
+    /// Feeds body bytes (any split); returns the events they complete. The first call also
+    /// returns `Start`.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<AssistantEvent> {
+        for event in self.sse.push(bytes) {
+            if self.out.is_finished() {
+                break;
+            }
+            self.wire.event(&event, &mut self.out);
+        }
+        self.out.take_events()
+    }
+
+    /// The body ended: returns the remaining events, ending with `Done` or `Error` (a stream
+    /// cut before the provider said it was complete is an `Error`).
+    pub fn finish(&mut self) -> Vec<AssistantEvent> {
+        if let Some(event) = self.sse.finish()
+            && !self.out.is_finished()
+        {
+            self.wire.event(&event, &mut self.out);
+        }
+        if !self.out.is_finished() {
+            self.wire.end(&mut self.out);
+        }
+        if !self.out.is_finished() {
+            self.out.fail(StopReason::Error, STREAM_CUT);
+        }
+        self.out.take_events()
+    }
+
+    /// Ends the response with an error (or, with [`StopReason::Aborted`], an abort), keeping
+    /// what arrived; returns the remaining events, ending with `Error`.
+    pub fn fail(&mut self, reason: StopReason, message: impl Into<String>) -> Vec<AssistantEvent> {
+        self.out.fail(reason, message);
+        self.out.take_events()
+    }
+
+    /// Whether the response has ended (`Done` or `Error` was returned).
+    pub fn is_finished(&self) -> bool {
+        self.out.is_finished()
+    }
+
+    /// The message so far.
+    pub fn message(&self) -> &AssistantMessage {
+        self.out.message()
+    }
+}
+
+/// Reads a JSON event, reporting a body that is not JSON as the response's error.
+pub(crate) fn parse_json(event: &SseEvent, out: &mut Assembler) -> Option<serde_json::Value> {
+    match serde_json::from_str(&event.data) {
+        Ok(value) => Some(value),
+        Err(err) => {
+            let mut shown: String = event.data.chars().take(200).collect();
+            if shown.len() < event.data.len() {
+                shown.push_str("...");
+            }
+            out.fail(
+                StopReason::Error,
+                format!("Invalid JSON in the response stream ({err}): {shown}"),
+            );
+            None
+        }
+    }
+}
+
+/// The `error.message` (or `message`) of a provider's error object, if the value is one.
+pub(crate) fn error_message(value: &serde_json::Value) -> Option<String> {
+    let error = value.get("error")?;
+    let message = error
+        .get("message")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| error.as_str().map(str::to_owned))
+        .unwrap_or_else(|| error.to_string());
+    Some(message)
+}

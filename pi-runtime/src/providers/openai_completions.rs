@@ -1,0 +1,451 @@
+//! OpenAI Chat Completions (`/chat/completions`), the API every OpenAI-compatible server speaks
+//! (Ollama, vLLM, llama.cpp, OpenRouter, ...).
+
+use std::collections::HashMap;
+
+use pi_tool::{Content, ToolSpec, Usage};
+use serde_json::{Map, Value, json};
+
+use super::assemble::Assembler;
+use super::decode::{WireDecoder, error_message, parse_json};
+use super::lowering::{SchemaMode, lower_schema};
+use super::settings::{Settings, settings_builder};
+use super::sse::SseEvent;
+use super::transform::{IdRule, Target, transform};
+use super::{arguments_text, image_data_url, text_of};
+use crate::message::{AssistantContent, Message, StopReason};
+use crate::model::{Context, StreamOptions, ThinkingLevel, ToolChoice};
+
+/// The default endpoint.
+pub(crate) const OPENAI_URL: &str = "https://api.openai.com/v1";
+
+/// Differences between OpenAI and the servers that copy its API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompletionsCompat {
+    /// Send `strict` on tools, `true` where the schema qualifies (default true). Turn off for
+    /// servers that reject the field.
+    pub strict: bool,
+    /// Name the output limit `max_completion_tokens` (OpenAI) rather than `max_tokens` (most
+    /// compatible servers). Default: true for the OpenAI endpoint only.
+    pub max_completion_tokens: bool,
+    /// Ask for usage in the stream (`stream_options.include_usage`, default true).
+    pub stream_usage: bool,
+    /// Send `reasoning_effort` when a thinking level is requested (default true).
+    pub reasoning_effort: bool,
+    /// Add the tool's `name` to tool-result messages (some servers require it; default false).
+    pub tool_result_name: bool,
+}
+
+impl Default for CompletionsCompat {
+    fn default() -> Self {
+        CompletionsCompat {
+            strict: true,
+            max_completion_tokens: true,
+            stream_usage: true,
+            reasoning_effort: true,
+            tool_result_name: false,
+        }
+    }
+}
+
+/// A model behind the OpenAI Chat Completions API.
+///
+/// ```
+/// use pi_runtime::Model;
+/// use pi_runtime::providers::OpenAiCompletions;
+///
+/// // OpenAI itself (key from OPENAI_API_KEY at request time)...
+/// let gpt = OpenAiCompletions::new("gpt-4o-mini");
+/// // ...or any compatible server; a local one needs no key.
+/// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider("ollama");
+/// assert_eq!((gpt.api(), local.provider()), ("openai-completions", "ollama"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenAiCompletions {
+    pub(crate) settings: Settings,
+    compat: Option<CompletionsCompat>,
+    #[cfg(feature = "http")]
+    client: super::http::LazyClient,
+}
+
+settings_builder!(OpenAiCompletions);
+
+impl OpenAiCompletions {
+    /// The wire API name.
+    pub const API: &'static str = "openai-completions";
+
+    /// A model of OpenAI's (`https://api.openai.com/v1`, key from `OPENAI_API_KEY`).
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiCompletions {
+            settings: Settings::new(&model.into(), "openai", OPENAI_URL, &["OPENAI_API_KEY"]),
+            compat: None,
+            #[cfg(feature = "http")]
+            client: Default::default(),
+        }
+    }
+
+    /// Sets the compatibility flags (by default they follow the base URL).
+    pub fn compat(mut self, compat: CompletionsCompat) -> Self {
+        self.compat = Some(compat);
+        self
+    }
+
+    fn is_openai(&self) -> bool {
+        self.settings.base_url == OPENAI_URL
+    }
+
+    /// The compatibility flags in force.
+    pub fn compat_flags(&self) -> CompletionsCompat {
+        self.compat.clone().unwrap_or_else(|| CompletionsCompat {
+            max_completion_tokens: self.is_openai(),
+            ..CompletionsCompat::default()
+        })
+    }
+
+    /// The JSON body this model would send for a context: for tests and debugging.
+    pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
+        let compat = self.compat_flags();
+        let target = Target {
+            api: Self::API,
+            provider: &self.settings.provider,
+            model: &self.settings.model,
+            accepts_images: self.settings.images,
+            id_rule: IdRule::OpenAiCompletions,
+        };
+        let mut messages = Vec::new();
+        if !context.system_prompt.is_empty() {
+            messages.push(json!({"role": "system", "content": context.system_prompt}));
+        }
+        let transcript = transform(context.messages, target);
+        let mut pending_images: Vec<Value> = Vec::new();
+        for message in &transcript {
+            if !matches!(message, Message::ToolResult(_)) && !pending_images.is_empty() {
+                messages.push(images_message(std::mem::take(&mut pending_images)));
+            }
+            match message {
+                Message::User(user) => {
+                    messages.push(json!({"role": "user", "content": user_content(&user.content)}))
+                }
+                Message::Assistant(assistant) => {
+                    let text: Vec<&str> = assistant
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            AssistantContent::Text { text, .. } if !text.is_empty() => {
+                                Some(text.as_str())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let calls: Vec<Value> = assistant
+                        .tool_calls()
+                        .map(|b| {
+                            json!({"id": b.call.id, "type": "function",
+                                   "function": {"name": b.call.name, "arguments": arguments_text(&b.call.arguments)}})
+                        })
+                        .collect();
+                    if text.is_empty() && calls.is_empty() {
+                        continue;
+                    }
+                    let mut entry = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text.join("")) }});
+                    if !calls.is_empty() {
+                        entry["tool_calls"] = Value::Array(calls);
+                    }
+                    messages.push(entry);
+                }
+                Message::ToolResult(result) => {
+                    let text = text_of(&result.content);
+                    let has_images = result
+                        .content
+                        .iter()
+                        .any(|c| matches!(c, Content::Image { .. }));
+                    let content = match (text.is_empty(), has_images) {
+                        (true, true) => "(see attached image)".to_owned(),
+                        _ => text,
+                    };
+                    let mut entry = json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": content});
+                    if compat.tool_result_name {
+                        entry["name"] = json!(result.tool_name);
+                    }
+                    messages.push(entry);
+                    pending_images.extend(result.content.iter().filter_map(image_part));
+                }
+                Message::Custom(_) => {}
+            }
+        }
+        if !pending_images.is_empty() {
+            messages.push(images_message(pending_images));
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.settings.model));
+        body.insert("messages".into(), Value::Array(messages));
+        body.insert("stream".into(), json!(true));
+        if compat.stream_usage {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
+            let field = if compat.max_completion_tokens {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body.insert(field.into(), json!(max));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let (true, Some(level)) = (compat.reasoning_effort, options.thinking)
+            && let Some(effort) = reasoning_effort(level)
+        {
+            body.insert("reasoning_effort".into(), json!(effort));
+        }
+        if !context.tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                Value::Array(
+                    context
+                        .tools
+                        .iter()
+                        .map(|t| completions_tool(t, compat.strict))
+                        .collect(),
+                ),
+            );
+            if let Some(choice) = &options.tool_choice {
+                body.insert("tool_choice".into(), tool_choice(choice));
+            }
+        }
+        Value::Object(body)
+    }
+
+    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+        Box::new(CompletionsDecoder::default())
+    }
+}
+
+/// OpenAI's `reasoning_effort` for a thinking level (`None` for `Off`).
+pub(crate) fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some("minimal"),
+        ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High => Some("high"),
+    }
+}
+
+/// A tool for Chat Completions; strict where the schema qualifies and `strict` is on.
+pub(crate) fn completions_tool(spec: &ToolSpec, strict: bool) -> Value {
+    let mut function = json!({"name": spec.name, "description": spec.description});
+    if strict {
+        let lowered = lower_schema(&spec.parameters, SchemaMode::OpenAiStrict);
+        let qualifies = lowered.qualifies();
+        function["parameters"] = if qualifies {
+            lowered.schema
+        } else {
+            spec.parameters.clone()
+        };
+        function["strict"] = json!(qualifies);
+    } else {
+        function["parameters"] = spec.parameters.clone();
+    }
+    json!({"type": "function", "function": function})
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    }
+}
+
+fn user_content(content: &[Content]) -> Value {
+    if let [Content::Text { text }] = content {
+        return json!(text);
+    }
+    Value::Array(
+        content
+            .iter()
+            .map(|block| match block {
+                Content::Text { text } => json!({"type": "text", "text": text}),
+                image => image_part(image).unwrap_or(Value::Null),
+            })
+            .collect(),
+    )
+}
+
+fn image_part(content: &Content) -> Option<Value> {
+    match content {
+        Content::Image { data, mime_type } => Some(
+            json!({"type": "image_url", "image_url": {"url": image_data_url(data, mime_type)}}),
+        ),
+        _ => None,
+    }
+}
+
+fn images_message(images: Vec<Value>) -> Value {
+    let mut parts = vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
+    parts.extend(images);
+    json!({"role": "user", "content": parts})
+}
+
+/// Decodes `chat.completion.chunk` events.
+#[derive(Debug, Default)]
+struct CompletionsDecoder {
+    /// Tool-call key (`index`, or the id when a server sends no index) to content index.
+    calls: HashMap<String, usize>,
+    finish_reason: Option<String>,
+}
+
+impl CompletionsDecoder {
+    fn complete(&mut self, out: &mut Assembler) {
+        match self.finish_reason.as_deref() {
+            Some("tool_calls" | "function_call") => out.done(StopReason::ToolUse),
+            Some("stop" | "end" | "eos") | None => out.done(StopReason::Stop),
+            Some("length") => out.done(StopReason::Length),
+            Some(other) => out.fail(
+                StopReason::Error,
+                format!("Provider finish_reason: {other}"),
+            ),
+        }
+    }
+}
+
+impl WireDecoder for CompletionsDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Assembler) {
+        if event.data.trim() == "[DONE]" {
+            self.complete(out);
+            return;
+        }
+        let Some(chunk) = parse_json(event, out) else {
+            return;
+        };
+        if let Some(message) = error_message(&chunk) {
+            out.fail(StopReason::Error, message);
+            return;
+        }
+        if let Some(id) = chunk.get("id").and_then(Value::as_str)
+            && out.message().response_id.is_none()
+        {
+            out.set_response_id(id);
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            out.set_usage(completions_usage(usage));
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return;
+        };
+        if let Some(delta) = choice.get("delta") {
+            for field in ["reasoning_content", "reasoning"] {
+                if let Some(text) = delta.get(field).and_then(Value::as_str) {
+                    out.append_thinking(text);
+                }
+            }
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                out.append_text(text);
+            }
+            for call in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+                let function = call.get("function");
+                let name = function
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let key = match call.get("index").and_then(Value::as_u64) {
+                    Some(index) => index.to_string(),
+                    None => id.to_owned(),
+                };
+                let index = match self.calls.get(&key) {
+                    Some(&index) => {
+                        out.tool_fill(index, id, name);
+                        index
+                    }
+                    None => {
+                        out.close_prose();
+                        let index = out.tool_start(id, name);
+                        self.calls.insert(key, index);
+                        index
+                    }
+                };
+                // Some servers (Ollama's native shape) send arguments as an object.
+                match function.and_then(|f| f.get("arguments")) {
+                    Some(Value::String(fragment)) => out.tool_delta(index, fragment),
+                    Some(object @ Value::Object(_)) => out.tool_delta(index, &object.to_string()),
+                    _ => {}
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+    }
+
+    fn end(&mut self, out: &mut Assembler) {
+        // Some servers close the stream without `[DONE]` after the finishing chunk.
+        if self.finish_reason.is_some() {
+            self.complete(out);
+        }
+    }
+}
+
+fn completions_usage(usage: &Value) -> Usage {
+    let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let prompt = number(usage.get("prompt_tokens"));
+    let cached = number(usage.pointer("/prompt_tokens_details/cached_tokens"));
+    let output = number(usage.get("completion_tokens"));
+    Usage {
+        input: prompt.saturating_sub(cached),
+        output,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: number(usage.get("total_tokens")).max(prompt + output),
+        ..Usage::default()
+    }
+}
+
+#[cfg(feature = "http")]
+impl crate::model::Model for OpenAiCompletions {
+    fn api(&self) -> &str {
+        Self::API
+    }
+
+    fn provider(&self) -> &str {
+        &self.settings.provider
+    }
+
+    fn id(&self) -> &str {
+        &self.settings.model
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.settings.images
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
+        let request = super::bearer_request(
+            &self.settings,
+            options,
+            self.is_openai(),
+            "/chat/completions",
+            self.request_body(context, options),
+        );
+        super::http::stream(
+            &self.client,
+            &self.settings,
+            request,
+            self.decoder(),
+            options,
+        )
+    }
+}

@@ -1,0 +1,406 @@
+//! OpenAI Responses (`/responses`): flat function tools with `strict` always explicit, call ids
+//! kept as `call_id|item_id`, reasoning items replayed to the model that produced them.
+
+use std::collections::HashMap;
+
+use pi_tool::{Content, ToolSpec, Usage};
+use serde_json::{Map, Value, json};
+
+use super::assemble::Assembler;
+use super::decode::{WireDecoder, error_message, parse_json};
+use super::lowering::{SchemaMode, lower_schema};
+use super::openai_completions::{OPENAI_URL, reasoning_effort};
+use super::settings::{Settings, settings_builder};
+use super::sse::SseEvent;
+use super::transform::{IdRule, Target, transform};
+use super::{arguments_text, image_data_url, text_of};
+use crate::message::{AssistantContent, AssistantMessage, Message, StopReason};
+use crate::model::{Context, StreamOptions, ToolChoice};
+
+/// A model behind the OpenAI Responses API.
+///
+/// ```
+/// use pi_runtime::providers::OpenAiResponses;
+///
+/// let model = OpenAiResponses::new("gpt-5-mini").max_retries(5);
+/// # let _ = model;
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenAiResponses {
+    pub(crate) settings: Settings,
+    strict: bool,
+    #[cfg(feature = "http")]
+    client: super::http::LazyClient,
+}
+
+settings_builder!(OpenAiResponses);
+
+impl OpenAiResponses {
+    /// The wire API name.
+    pub const API: &'static str = "openai-responses";
+
+    /// A model of OpenAI's (`https://api.openai.com/v1`, key from `OPENAI_API_KEY`).
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiResponses {
+            settings: Settings::new(&model.into(), "openai", OPENAI_URL, &["OPENAI_API_KEY"]),
+            strict: true,
+            #[cfg(feature = "http")]
+            client: Default::default(),
+        }
+    }
+
+    /// Whether tools whose schema qualifies are sent with `strict: true` (default true). Either
+    /// way `strict` is sent explicitly, since the API otherwise tries strict on its own.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The JSON body this model would send for a context: for tests and debugging.
+    pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
+        let target = Target {
+            api: Self::API,
+            provider: &self.settings.provider,
+            model: &self.settings.model,
+            accepts_images: self.settings.images,
+            id_rule: IdRule::Sanitize64,
+        };
+        let mut input = Vec::new();
+        if !context.system_prompt.is_empty() {
+            input.push(json!({"role": "system", "content": context.system_prompt}));
+        }
+        for message in &transform(context.messages, target) {
+            match message {
+                Message::User(user) => {
+                    let parts: Vec<Value> = user.content.iter().map(input_part).collect();
+                    input.push(json!({"role": "user", "content": parts}));
+                }
+                Message::Assistant(assistant) => assistant_items(assistant, &mut input),
+                Message::ToolResult(result) => {
+                    let has_images = result
+                        .content
+                        .iter()
+                        .any(|c| matches!(c, Content::Image { .. }));
+                    let output = if has_images {
+                        Value::Array(result.content.iter().map(input_part).collect())
+                    } else {
+                        json!(text_of(&result.content))
+                    };
+                    input.push(json!({"type": "function_call_output", "call_id": call_id(&result.tool_call_id), "output": output}));
+                }
+                Message::Custom(_) => {}
+            }
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.settings.model));
+        body.insert("input".into(), Value::Array(input));
+        body.insert("stream".into(), json!(true));
+        body.insert("store".into(), json!(false));
+        if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
+            body.insert("max_output_tokens".into(), json!(max));
+        }
+        if let Some(temperature) = options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(effort) = options.thinking.and_then(reasoning_effort) {
+            body.insert(
+                "reasoning".into(),
+                json!({"effort": effort, "summary": "auto"}),
+            );
+            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        }
+        if !context.tools.is_empty() {
+            let tools = context
+                .tools
+                .iter()
+                .map(|t| responses_tool(t, self.strict))
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            if let Some(choice) = &options.tool_choice {
+                body.insert("tool_choice".into(), tool_choice(choice));
+            }
+        }
+        if let Some(session) = &options.session_id {
+            body.insert("prompt_cache_key".into(), json!(session));
+        }
+        Value::Object(body)
+    }
+
+    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+        Box::new(ResponsesDecoder::default())
+    }
+}
+
+/// A tool for Responses: `strict` always explicit, `true` where the schema qualifies.
+pub(crate) fn responses_tool(spec: &ToolSpec, strict: bool) -> Value {
+    let lowered = strict.then(|| lower_schema(&spec.parameters, SchemaMode::OpenAiStrict));
+    let (parameters, strict) = match lowered {
+        Some(lowered) if lowered.qualifies() => (lowered.schema, true),
+        _ => (spec.parameters.clone(), false),
+    };
+    json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict})
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+    }
+}
+
+/// The `call_id` part of a `call_id|item_id` id.
+fn call_id(id: &str) -> &str {
+    id.split('|').next().unwrap_or(id)
+}
+
+fn input_part(content: &Content) -> Value {
+    match content {
+        Content::Text { text } => json!({"type": "input_text", "text": text}),
+        Content::Image { data, mime_type } => {
+            json!({"type": "input_image", "detail": "auto", "image_url": image_data_url(data, mime_type)})
+        }
+    }
+}
+
+fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
+    for block in &message.content {
+        match block {
+            AssistantContent::Thinking {
+                thinking_signature, ..
+            } => {
+                // The signature is the reasoning item itself, as the model sent it.
+                if let Some(item) = thinking_signature
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                {
+                    input.push(item);
+                }
+            }
+            AssistantContent::Text {
+                text,
+                text_signature,
+            } => {
+                if text.is_empty() {
+                    continue;
+                }
+                let mut item = json!({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}], "status": "completed"});
+                if let Some(id) = text_signature {
+                    item["id"] = json!(id);
+                }
+                input.push(item);
+            }
+            AssistantContent::ToolCall(block) => {
+                let mut item = json!({"type": "function_call", "call_id": call_id(&block.call.id),
+                    "name": block.call.name, "arguments": arguments_text(&block.call.arguments)});
+                if let Some((_, item_id)) = block.call.id.split_once('|') {
+                    item["id"] = json!(item_id);
+                }
+                input.push(item);
+            }
+        }
+    }
+}
+
+/// Decodes Responses stream events.
+#[derive(Debug, Default)]
+struct ResponsesDecoder {
+    /// Output item id to content index.
+    items: HashMap<String, usize>,
+}
+
+impl ResponsesDecoder {
+    fn block(&self, event: &Value) -> Option<usize> {
+        let id = event.get("item_id").and_then(Value::as_str)?;
+        self.items.get(id).copied()
+    }
+}
+
+impl WireDecoder for ResponsesDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut Assembler) {
+        let Some(data) = parse_json(event, out) else {
+            return;
+        };
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(event.event.as_str());
+        let text = |field: &str| data.get(field).and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "response.created" => {
+                if let Some(id) = data.pointer("/response/id").and_then(Value::as_str) {
+                    out.set_response_id(id);
+                }
+            }
+            "response.output_item.added" => {
+                let Some(item) = data.get("item") else { return };
+                let item_id = item
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let index = match item.get("type").and_then(Value::as_str) {
+                    Some("reasoning") => {
+                        out.close_prose();
+                        out.thinking_start()
+                    }
+                    Some("message") => {
+                        out.close_prose();
+                        out.text_start()
+                    }
+                    Some("function_call") => {
+                        let call = item
+                            .get("call_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                        out.close_prose();
+                        let index = out.tool_start(&format!("{call}|{item_id}"), name);
+                        if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
+                            out.tool_delta(index, arguments);
+                        }
+                        index
+                    }
+                    _ => return,
+                };
+                self.items.insert(item_id, index);
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(index) = self.block(&data) {
+                    out.thinking_delta(index, text("delta"));
+                }
+            }
+            "response.reasoning_summary_part.done" => {
+                if let Some(index) = self.block(&data) {
+                    out.thinking_delta(index, "\n\n");
+                }
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                if let Some(index) = self.block(&data) {
+                    out.text_delta(index, text("delta"));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some(index) = self.block(&data) {
+                    out.tool_delta(index, text("delta"));
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let Some(index) = self.block(&data) {
+                    let full = text("arguments");
+                    // The final text normally extends what streamed; send the rest as a delta.
+                    if let Some(rest) = full.strip_prefix(out.tool_arguments(index)) {
+                        let rest = rest.to_owned();
+                        out.tool_delta(index, &rest);
+                    }
+                }
+            }
+            "response.output_item.done" => {
+                let Some(item) = data.get("item") else { return };
+                let item_id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+                let Some(&index) = self.items.get(item_id) else {
+                    return;
+                };
+                match item.get("type").and_then(Value::as_str) {
+                    Some("reasoning") => {
+                        out.add_thinking_signature(index, &item.to_string(), false)
+                    }
+                    Some("message") => out.set_text_signature(index, item_id),
+                    _ => {}
+                }
+                out.end_block(index);
+            }
+            "response.completed"
+            | "response.incomplete"
+            | "response.failed"
+            | "response.cancelled" => {
+                let response = data.get("response").cloned().unwrap_or(Value::Null);
+                if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+                    out.set_usage(responses_usage(usage));
+                }
+                match response
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or(kind.trim_start_matches("response."))
+                {
+                    "completed" => out.done(StopReason::Stop),
+                    "incomplete" => out.done(StopReason::Length),
+                    status => {
+                        let message = error_message(&response)
+                            .unwrap_or_else(|| format!("Response {status}"));
+                        out.fail(StopReason::Error, message);
+                    }
+                }
+            }
+            "error" => {
+                let message = data
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| error_message(&data))
+                    .unwrap_or_else(|| data.to_string());
+                out.fail(StopReason::Error, message);
+            }
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, _out: &mut Assembler) {}
+}
+
+fn responses_usage(usage: &Value) -> Usage {
+    let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let input = number(usage.get("input_tokens"));
+    let cached = number(usage.pointer("/input_tokens_details/cached_tokens"));
+    let output = number(usage.get("output_tokens"));
+    Usage {
+        input: input.saturating_sub(cached),
+        output,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: number(usage.get("total_tokens")).max(input + output),
+        ..Usage::default()
+    }
+}
+
+#[cfg(feature = "http")]
+impl crate::model::Model for OpenAiResponses {
+    fn api(&self) -> &str {
+        Self::API
+    }
+
+    fn provider(&self) -> &str {
+        &self.settings.provider
+    }
+
+    fn id(&self) -> &str {
+        &self.settings.model
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.settings.images
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
+        let request = super::bearer_request(
+            &self.settings,
+            options,
+            self.settings.base_url == OPENAI_URL,
+            "/responses",
+            self.request_body(context, options),
+        );
+        super::http::stream(
+            &self.client,
+            &self.settings,
+            request,
+            self.decoder(),
+            options,
+        )
+    }
+}

@@ -1,0 +1,462 @@
+//! Tool-call arguments that arrive in pieces: an incremental scanner that costs the size of
+//! each piece, and a best-effort value of the arguments so far, built only when asked for.
+//!
+//! pi re-parses the whole buffer on every delta (quadratic in the number of deltas); here a
+//! delta only advances a small state machine, and the final arguments are parsed once.
+
+use serde_json::{Map, Value};
+
+/// Accumulates streamed JSON text and tracks its structure as it grows.
+///
+/// [`push`](Self::push) costs the length of the pushed text. [`partial`](Self::partial) builds a
+/// best-effort value of what arrived so far (incomplete members dropped, an unfinished string
+/// value kept as far as it goes); it costs the size of the buffer, so call it when a value is
+/// needed (a UI refresh), not on every delta. [`finish`](Self::finish) parses the whole text once.
+///
+/// ```
+/// use pi_runtime::providers::PartialJson;
+/// use serde_json::json;
+///
+/// let mut args = PartialJson::new();
+/// args.push(r#"{"city": "Par"#);
+/// assert_eq!(args.partial(), json!({"city": "Par"}));
+/// args.push(r#"is", "days": 3"#);
+/// assert_eq!(args.partial(), json!({"city": "Paris"}));
+/// args.push("}");
+/// assert_eq!(args.finish(), json!({"city": "Paris", "days": 3}));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct PartialJson {
+    buffer: String,
+    /// Open containers, innermost last.
+    stack: Vec<Frame>,
+    /// Where the scanner is inside the innermost container (or at the top level).
+    token: Token,
+    /// The text stopped being JSON at this byte; nothing after it is scanned.
+    broken_at: Option<usize>,
+    /// The top-level value is complete.
+    complete: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Container {
+    Object,
+    Array,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    container: Container,
+    /// Where an object is in its member grammar (unused for arrays).
+    place: Place,
+    /// Buffer length after the last complete member (or after the opening bracket).
+    safe_len: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// After `{` or `,`: a key (or `}` after `{`) comes next.
+    Key,
+    /// After a key: `:` comes next.
+    Colon,
+    /// After `:` (or `[`/`,` in an array): a value comes next.
+    Value,
+    /// After a complete member: `,` or the closing bracket comes next.
+    Separator,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Token {
+    /// Between tokens.
+    #[default]
+    Between,
+    /// Inside a string; `is_key` for object keys, `escape_at` where an unfinished escape began.
+    Str {
+        is_key: bool,
+        escape_at: Option<usize>,
+    },
+    /// Inside a number or a `true`/`false`/`null` literal that began at `start`.
+    Scalar { start: usize },
+}
+
+impl PartialJson {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        PartialJson::default()
+    }
+
+    /// The text received so far.
+    pub fn as_str(&self) -> &str {
+        &self.buffer
+    }
+
+    /// Whether a complete top-level value has arrived.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Appends a piece of JSON text, scanning only the new bytes.
+    pub fn push(&mut self, piece: &str) {
+        let start = self.buffer.len();
+        self.buffer.push_str(piece);
+        if self.broken_at.is_some() {
+            return;
+        }
+        for index in start..self.buffer.len() {
+            let byte = self.buffer.as_bytes()[index];
+            if !self.step(index, byte) {
+                self.broken_at = Some(index);
+                return;
+            }
+        }
+    }
+
+    /// Advances over one byte; false when the text is not JSON.
+    fn step(&mut self, index: usize, byte: u8) -> bool {
+        match self.token {
+            Token::Str { is_key, escape_at } => {
+                match (escape_at, byte) {
+                    (Some(at), _) => {
+                        // `\uXXXX` is six bytes; any other escape is two.
+                        let long = self.buffer.as_bytes().get(at + 1) == Some(&b'u');
+                        let done = if long { index >= at + 5 } else { true };
+                        if done {
+                            self.token = Token::Str {
+                                is_key,
+                                escape_at: None,
+                            };
+                        }
+                    }
+                    (None, b'\\') => {
+                        self.token = Token::Str {
+                            is_key,
+                            escape_at: Some(index),
+                        }
+                    }
+                    (None, b'"') => {
+                        self.token = Token::Between;
+                        if is_key {
+                            self.set_place(Place::Colon);
+                        } else {
+                            self.value_done(index + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                true
+            }
+            Token::Scalar { .. } => {
+                if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'+' | b'-') {
+                    return true;
+                }
+                self.token = Token::Between;
+                self.value_done(index);
+                self.step(index, byte)
+            }
+            Token::Between => self.between(index, byte),
+        }
+    }
+
+    fn between(&mut self, index: usize, byte: u8) -> bool {
+        if byte.is_ascii_whitespace() {
+            return true;
+        }
+        if self.complete {
+            return false;
+        }
+        let place = self
+            .stack
+            .last()
+            .map(|frame| (frame.container, frame.place));
+        match (place, byte) {
+            (Some((Container::Object, Place::Key)), b'"') => {
+                self.token = Token::Str {
+                    is_key: true,
+                    escape_at: None,
+                };
+                true
+            }
+            (Some((Container::Object, Place::Key)), b'}') => self.close(index, Container::Object),
+            (Some((Container::Object, Place::Colon)), b':') => {
+                self.set_place(Place::Value);
+                true
+            }
+            (Some((container, Place::Separator)), b',') => {
+                self.set_place(if container == Container::Object {
+                    Place::Key
+                } else {
+                    Place::Value
+                });
+                true
+            }
+            (Some((Container::Object, Place::Separator)), b'}') => {
+                self.close(index, Container::Object)
+            }
+            (Some((Container::Array, Place::Separator)), b']') => {
+                self.close(index, Container::Array)
+            }
+            (Some((Container::Array, Place::Value)), b']') => {
+                // `[]` is fine; `[1,]` is not.
+                let empty = self
+                    .stack
+                    .last()
+                    .is_some_and(|frame| frame.safe_len == index);
+                empty && self.close(index, Container::Array)
+            }
+            (None | Some((_, Place::Value)), _) => self.value_begins(index, byte),
+            _ => false,
+        }
+    }
+
+    fn value_begins(&mut self, index: usize, byte: u8) -> bool {
+        match byte {
+            b'{' | b'[' => {
+                let container = if byte == b'{' {
+                    Container::Object
+                } else {
+                    Container::Array
+                };
+                self.stack.push(Frame {
+                    container,
+                    place: if container == Container::Object {
+                        Place::Key
+                    } else {
+                        Place::Value
+                    },
+                    safe_len: index + 1,
+                });
+                true
+            }
+            b'"' => {
+                self.token = Token::Str {
+                    is_key: false,
+                    escape_at: None,
+                };
+                true
+            }
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                self.token = Token::Scalar { start: index };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn close(&mut self, index: usize, container: Container) -> bool {
+        match self.stack.pop() {
+            Some(frame) if frame.container == container => {
+                self.value_done(index + 1);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A value ended at `end` (exclusive): the enclosing member is complete.
+    fn value_done(&mut self, end: usize) {
+        match self.stack.last_mut() {
+            Some(frame) => {
+                frame.place = Place::Separator;
+                frame.safe_len = end;
+            }
+            None => self.complete = true,
+        }
+    }
+
+    fn set_place(&mut self, place: Place) {
+        if let Some(frame) = self.stack.last_mut() {
+            frame.place = place;
+        }
+    }
+
+    /// A best-effort value of the text so far: complete members, and an unfinished string value
+    /// as far as it goes. Empty text gives `{}`; text that is not JSON gives what came before the
+    /// first bad byte.
+    pub fn partial(&self) -> Value {
+        if self.complete
+            && self.broken_at.is_none()
+            && let Ok(value) = serde_json::from_str(&self.buffer)
+        {
+            return value;
+        }
+        let mut text = String::with_capacity(self.buffer.len() + self.stack.len() + 2);
+        let scanned = self.broken_at.unwrap_or(self.buffer.len());
+        let mut frames = self.stack.as_slice();
+        match (self.broken_at, self.token) {
+            (
+                None,
+                Token::Str {
+                    is_key: false,
+                    escape_at,
+                },
+            ) => {
+                let end = escape_at.unwrap_or(scanned);
+                text.push_str(&self.buffer[..end]);
+                text.push('"');
+                if frames.is_empty() {
+                    return serde_json::from_str(&text)
+                        .unwrap_or_else(|_| Value::Object(Map::new()));
+                }
+            }
+            (None, Token::Scalar { start }) if frames.is_empty() => {
+                return serde_json::from_str(&self.buffer[start..])
+                    .unwrap_or_else(|_| Value::Object(Map::new()));
+            }
+            // Anything else unfinished (a key, a number, a literal) is dropped back to the end
+            // of the last complete member.
+            _ => match frames.last() {
+                Some(innermost) => text.push_str(&self.buffer[..innermost.safe_len]),
+                None => return Value::Object(Map::new()),
+            },
+        }
+        // Close what is open, innermost first. An outer frame whose member is the inner
+        // container is in `Value` place, so closing it is valid.
+        while let Some((frame, rest)) = frames.split_last() {
+            text.push(if frame.container == Container::Object {
+                '}'
+            } else {
+                ']'
+            });
+            frames = rest;
+        }
+        serde_json::from_str(&text).unwrap_or_else(|_| Value::Object(Map::new()))
+    }
+
+    /// Parses the whole text once: the final arguments of a tool call.
+    ///
+    /// Empty text is `{}`. Text that is not JSON is repaired as pi does (raw control characters
+    /// inside strings escaped, lone backslashes doubled); if it still is not JSON, the raw text
+    /// is returned as a string, so that argument validation reports it to the model.
+    pub fn finish(self) -> Value {
+        parse_arguments(&self.buffer)
+    }
+}
+
+/// Final arguments from the whole accumulated text; see [`PartialJson::finish`].
+pub(crate) fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    if let Ok(value) = serde_json::from_str(raw) {
+        return value;
+    }
+    let repaired = repair_json(raw);
+    serde_json::from_str(&repaired).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// Escapes raw control characters inside strings and doubles backslashes that start no valid
+/// escape (pi's `repairJson`).
+fn repair_json(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + 8);
+    let mut in_string = false;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !in_string {
+            in_string = c == '"';
+            out.push(c);
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = false;
+                out.push(c);
+            }
+            '\\' => match chars.peek() {
+                Some('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' | 'u') => {
+                    out.push('\\');
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                    }
+                }
+                _ => out.push_str("\\\\"),
+            },
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn partial_after_each_byte(text: &str) -> Vec<Value> {
+        let mut parser = PartialJson::new();
+        let mut values = Vec::new();
+        for (index, c) in text.char_indices() {
+            parser.push(&text[index..index + c.len_utf8()]);
+            values.push(parser.partial());
+        }
+        values
+    }
+
+    #[test]
+    fn every_prefix_gives_an_object_that_only_grows() {
+        let text = r#"{"a": [1, 2.5e3, {"b": "x\"y\u00e9"}], "c": true, "d": null, "e": {}}"#;
+        let values = partial_after_each_byte(text);
+        for value in &values {
+            assert!(value.is_object(), "{value}");
+        }
+        assert_eq!(
+            values.last(),
+            Some(&serde_json::from_str::<Value>(text).unwrap())
+        );
+    }
+
+    #[test]
+    fn unfinished_members_are_dropped_and_strings_kept() {
+        let cases = [
+            ("", json!({})),
+            ("{", json!({})),
+            (r#"{"ci"#, json!({})),
+            (r#"{"city""#, json!({})),
+            (r#"{"city":"#, json!({})),
+            (r#"{"city": "Pa"#, json!({"city": "Pa"})),
+            (r#"{"city": "P\"#, json!({"city": "P"})),
+            (r#"{"city": "P\u00"#, json!({"city": "P"})),
+            (r#"{"n": 12"#, json!({})),
+            (r#"{"n": 12,"#, json!({"n": 12})),
+            (r#"{"n": tr"#, json!({})),
+            (r#"{"a": [1, 2"#, json!({"a": [1]})),
+            (r#"{"a": [1, 2]"#, json!({"a": [1, 2]})),
+            (
+                r#"{"a": {"b": "c"}, "d": [{"e""#,
+                json!({"a": {"b": "c"}, "d": [{}]}),
+            ),
+        ];
+        for (text, expected) in cases {
+            let mut parser = PartialJson::new();
+            parser.push(text);
+            assert_eq!(parser.partial(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_json_keeps_what_came_before() {
+        let mut parser = PartialJson::new();
+        parser.push(r#"{"a": 1, "b": ]"#);
+        assert_eq!(parser.partial(), json!({"a": 1}));
+        assert_eq!(parser.finish(), json!(r#"{"a": 1, "b": ]"#));
+    }
+
+    #[test]
+    fn finish_repairs_raw_control_characters() {
+        let mut parser = PartialJson::new();
+        parser.push("{\"text\": \"line1\nline2 \\d\"}");
+        assert_eq!(parser.finish(), json!({"text": "line1\nline2 \\d"}));
+    }
+
+    #[test]
+    fn completion_is_tracked() {
+        let mut parser = PartialJson::new();
+        parser.push(r#"{"a": [1]"#);
+        assert!(!parser.is_complete());
+        parser.push("} ");
+        assert!(parser.is_complete());
+    }
+}

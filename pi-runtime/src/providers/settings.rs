@@ -1,0 +1,159 @@
+//! What every provider is configured with: model, endpoint, key, timeouts, retries, headers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Default time to establish a connection.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default longest silence while waiting for the response to start or for the next chunk.
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default number of retries after a 429, a 5xx or a failed connection.
+pub(crate) const MAX_RETRIES: u32 = 3;
+/// Default delay before the first retry; doubled each time.
+pub(crate) const RETRY_DELAY: Duration = Duration::from_millis(1000);
+/// The longest a provider's `retry-after` is honoured for; longer waits fail instead.
+#[cfg(feature = "http")]
+pub(crate) const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// The configuration shared by every provider.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) model: String,
+    pub(crate) provider: String,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    /// Environment variables read for the key when none is set, first set wins.
+    pub(crate) api_key_env: Vec<String>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) max_retries: u32,
+    pub(crate) retry_delay: Duration,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) images: bool,
+    pub(crate) max_tokens: Option<u32>,
+}
+
+impl Settings {
+    pub(crate) fn new(model: &str, provider: &str, base_url: &str, key_env: &[&str]) -> Self {
+        Settings {
+            model: model.to_owned(),
+            provider: provider.to_owned(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: None,
+            api_key_env: key_env.iter().map(|v| (*v).to_owned()).collect(),
+            connect_timeout: CONNECT_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            max_retries: MAX_RETRIES,
+            retry_delay: RETRY_DELAY,
+            headers: BTreeMap::new(),
+            images: true,
+            max_tokens: None,
+        }
+    }
+
+    /// The key: the per-request override, the configured key, or the first environment
+    /// variable that is set and not empty.
+    #[cfg(feature = "http")]
+    pub(crate) fn resolve_key(&self, override_key: Option<&str>) -> Option<String> {
+        override_key
+            .map(str::to_owned)
+            .or_else(|| self.api_key.clone())
+            .or_else(|| {
+                self.api_key_env.iter().find_map(|var| {
+                    std::env::var(var)
+                        .ok()
+                        .filter(|value| !value.trim().is_empty())
+                })
+            })
+    }
+}
+
+/// The builder methods every provider has, documented once.
+macro_rules! settings_builder {
+    ($provider:ty) => {
+        impl $provider {
+            /// Sends requests to this base URL instead of the provider's (a proxy, a local
+            /// OpenAI-compatible server such as `http://localhost:11434/v1`).
+            pub fn base_url(mut self, url: impl Into<String>) -> Self {
+                self.settings.base_url = url.into().trim_end_matches('/').to_owned();
+                self
+            }
+
+            /// Uses this API key (otherwise it is read from the environment at each request).
+            pub fn api_key(mut self, key: impl Into<String>) -> Self {
+                self.settings.api_key = Some(key.into());
+                self
+            }
+
+            /// Reads the API key from this environment variable (replacing the default ones).
+            pub fn api_key_env(mut self, variable: impl Into<String>) -> Self {
+                self.settings.api_key_env = vec![variable.into()];
+                self
+            }
+
+            /// Names the provider in messages (`openrouter`, `ollama`, ...); thinking and
+            /// signatures are replayed only to the same provider, API and model.
+            pub fn provider(mut self, name: impl Into<String>) -> Self {
+                self.settings.provider = name.into();
+                self
+            }
+
+            /// How long to wait for a connection (default 30 s).
+            pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.settings.connect_timeout = timeout;
+                self
+            }
+
+            /// The longest silence allowed while waiting for the response headers or the next
+            /// chunk of the stream (default 300 s).
+            pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.settings.idle_timeout = timeout;
+                self
+            }
+
+            /// How often a request is retried after 429, 5xx or a failed connection (default 3).
+            pub fn max_retries(mut self, retries: u32) -> Self {
+                self.settings.max_retries = retries;
+                self
+            }
+
+            /// The delay before the first retry, doubled for each next one (default 1 s); a
+            /// `retry-after` header from the server takes precedence.
+            pub fn retry_delay(mut self, delay: std::time::Duration) -> Self {
+                self.settings.retry_delay = delay;
+                self
+            }
+
+            /// Adds an HTTP header to every request.
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+                self.settings.headers.insert(name.into(), value.into());
+                self
+            }
+
+            /// Whether the model reads images (default true); when not, images in the
+            /// transcript are replaced with pi's placeholder texts.
+            pub fn images(mut self, accepts_images: bool) -> Self {
+                self.settings.images = accepts_images;
+                self
+            }
+
+            /// The output token limit used when the request's options set none.
+            pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+                self.settings.max_tokens = Some(max_tokens);
+                self
+            }
+
+            /// A decoder for this provider's response stream: bytes in, events out.
+            pub fn decoder(&self) -> $crate::providers::ResponseDecoder {
+                $crate::providers::ResponseDecoder::new(
+                    self.wire_decoder(),
+                    Self::API,
+                    &self.settings.provider,
+                    &self.settings.model,
+                )
+            }
+        }
+    };
+}
+
+pub(crate) use settings_builder;

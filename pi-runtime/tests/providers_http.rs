@@ -1,0 +1,569 @@
+//! The HTTP clients against a local server that replays each API's stream: requests, headers,
+//! retries on 429/5xx, errors, a connection cut mid-stream, idle timeouts and aborts.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use pi_runtime::providers::{
+    AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+};
+use pi_runtime::{
+    AssistantEvent, AssistantMessage, Context, Message, Model, StopReason, StreamOptions,
+};
+use pi_tool::CancellationToken;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const COMPLETIONS_TEXT: &str = include_str!("fixtures/providers/openai_completions_text.sse");
+const COMPLETIONS_TOOLS: &str = include_str!("fixtures/providers/openai_completions_tools.sse");
+const RESPONSES_TOOLS: &str = include_str!("fixtures/providers/openai_responses_tools.sse");
+const ANTHROPIC_TOOLS: &str = include_str!("fixtures/providers/anthropic_tools.sse");
+const GOOGLE_TOOLS: &str = include_str!("fixtures/providers/google_tools.sse");
+
+/// How a reply's body ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum End {
+    /// The chunked body is terminated properly.
+    Complete,
+    /// The socket closes without the terminating chunk: a connection cut mid-stream.
+    Cut,
+    /// The socket stays open and silent.
+    Hang,
+}
+
+#[derive(Clone, Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    chunks: Vec<Vec<u8>>,
+    end: End,
+}
+
+impl Reply {
+    /// A 200 event stream, its body split into pieces of `size` bytes (each its own HTTP chunk).
+    fn stream(body: &str, size: usize) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".into())],
+            chunks: body.as_bytes().chunks(size).map(<[u8]>::to_vec).collect(),
+            end: End::Complete,
+        }
+    }
+
+    fn status(status: u16, body: &str) -> Self {
+        Reply {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            chunks: vec![body.as_bytes().to_vec()],
+            end: End::Complete,
+        }
+    }
+
+    fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn ending(mut self, end: End) -> Self {
+        self.end = end;
+        self
+    }
+}
+
+/// A request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A one-request-per-connection HTTP/1.1 server on 127.0.0.1 that answers with prepared
+/// replies, in order, and records every request.
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            let mut replies = replies.into_iter();
+            while let Ok((socket, _)) = listener.accept().await {
+                let reply = replies.next().unwrap_or_else(|| {
+                    Reply::status(500, r#"{"error":{"message":"no reply left"}}"#)
+                });
+                let record = record.clone();
+                tokio::spawn(async move { answer(socket, reply, record).await });
+            }
+        });
+        Server { url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>) {
+    socket.set_nodelay(true).unwrap();
+    let mut buffer = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0u8; 4096];
+        let n = socket.read(&mut chunk).await.unwrap();
+        if n == 0 {
+            return;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let target = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let mut chunk = [0u8; 65536];
+        let n = socket.read(&mut chunk).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buffer[head_end..]).unwrap_or(Value::Null);
+    seen.lock().unwrap().push(Seen {
+        target,
+        headers,
+        body,
+    });
+
+    let mut response = format!(
+        "HTTP/1.1 {} Status\r\nconnection: close\r\ntransfer-encoding: chunked\r\n",
+        reply.status
+    );
+    for (name, value) in &reply.headers {
+        response.push_str(&format!("{name}: {value}\r\n"));
+    }
+    response.push_str("\r\n");
+    if socket.write_all(response.as_bytes()).await.is_err() {
+        return;
+    }
+    for chunk in &reply.chunks {
+        let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), chunk, b"\r\n"].concat();
+        if socket.write_all(&framed).await.is_err() {
+            return;
+        }
+        let _ = socket.flush().await;
+        tokio::task::yield_now().await;
+    }
+    match reply.end {
+        End::Complete => {
+            let _ = socket.write_all(b"0\r\n\r\n").await;
+            let _ = socket.shutdown().await;
+        }
+        End::Cut => {
+            let _ = socket.shutdown().await;
+        }
+        End::Hang => {
+            // Bounded: the test ends long before.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    }
+}
+
+async fn run(model: &dyn Model, options: &StreamOptions) -> Vec<AssistantEvent> {
+    let messages = vec![Arc::new(Message::user("What is the weather in Zürich?"))];
+    let context = Context {
+        system_prompt: "You are terse.",
+        messages: &messages,
+        tools: &[],
+    };
+    model.stream(context, options).collect().await
+}
+
+fn done(events: &[AssistantEvent]) -> &AssistantMessage {
+    match events.last() {
+        Some(AssistantEvent::Done { message, .. }) => message,
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+fn failed(events: &[AssistantEvent]) -> (StopReason, &AssistantMessage) {
+    match events.last() {
+        Some(AssistantEvent::Error { reason, error }) => (*reason, error),
+        other => panic!("expected Error, got {other:?}"),
+    }
+}
+
+fn failure(events: Vec<AssistantEvent>) -> (StopReason, AssistantMessage) {
+    let (reason, error) = failed(&events);
+    (reason, error.clone())
+}
+
+fn fast_retries(model: OpenAiCompletions) -> OpenAiCompletions {
+    model.retry_delay(Duration::from_millis(5))
+}
+
+#[tokio::test]
+async fn completions_streams_text_over_http() {
+    let server = Server::start(vec![Reply::stream(COMPLETIONS_TEXT, 7)]).await;
+    let model = OpenAiCompletions::new("gpt-4o-mini")
+        .base_url(format!("{}/v1", server.url))
+        .api_key("sk-test");
+    let events = run(&model, &StreamOptions::default()).await;
+    assert!(matches!(events.first(), Some(AssistantEvent::Start { .. })));
+    let message = done(&events);
+    assert_eq!(message.text(), "Hello, wörld!");
+    assert_eq!(message.usage.total_tokens, 16);
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].target, "/v1/chat/completions");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(seen[0].header("accept"), Some("text/event-stream"));
+    assert_eq!(seen[0].body["model"], "gpt-4o-mini");
+    assert_eq!(seen[0].body["stream"], true);
+    assert_eq!(
+        seen[0].body["messages"][0],
+        serde_json::json!({"role": "system", "content": "You are terse."})
+    );
+    assert_eq!(
+        seen[0].body["messages"][1]["content"],
+        "What is the weather in Zürich?"
+    );
+}
+
+#[tokio::test]
+async fn completions_parallel_calls_arrive_byte_by_byte() {
+    let server = Server::start(vec![Reply::stream(COMPLETIONS_TOOLS, 1)]).await;
+    let model = OpenAiCompletions::new("gpt-4o-mini").base_url(&server.url);
+    let events = run(&model, &StreamOptions::default()).await;
+    let message = done(&events);
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    let names: Vec<&str> = message.tool_calls().map(|c| c.call.name.as_str()).collect();
+    assert_eq!(names, ["get_weather", "get_time"]);
+    assert_eq!(
+        server.seen()[0].header("authorization"),
+        None,
+        "a local server needs no key"
+    );
+}
+
+#[tokio::test]
+async fn every_provider_sends_its_own_request_shape() {
+    let server = Server::start(vec![
+        Reply::stream(RESPONSES_TOOLS, 13),
+        Reply::stream(ANTHROPIC_TOOLS, 13),
+        Reply::stream(GOOGLE_TOOLS, 13),
+    ])
+    .await;
+    let options = StreamOptions::default();
+
+    let responses = OpenAiResponses::new("gpt-5-mini")
+        .base_url(&server.url)
+        .api_key("sk-r");
+    assert_eq!(
+        done(&run(&responses, &options).await).tool_calls().count(),
+        1
+    );
+    let anthropic = AnthropicMessages::new("claude-sonnet-4-5")
+        .base_url(&server.url)
+        .api_key("sk-ant");
+    assert_eq!(
+        done(&run(&anthropic, &options).await).tool_calls().count(),
+        2
+    );
+    let google = GoogleGenerativeAi::new("gemini-2.5-flash")
+        .base_url(&server.url)
+        .api_key("g-key");
+    assert_eq!(done(&run(&google, &options).await).tool_calls().count(), 2);
+
+    let seen = server.seen();
+    assert_eq!(seen[0].target, "/responses");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-r"));
+    assert_eq!(
+        seen[0].body["input"][0],
+        serde_json::json!({"role": "system", "content": "You are terse."})
+    );
+    assert_eq!(seen[1].target, "/messages");
+    assert_eq!(seen[1].header("x-api-key"), Some("sk-ant"));
+    assert_eq!(seen[1].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(seen[1].body["system"][0]["text"], "You are terse.");
+    assert_eq!(seen[1].body["max_tokens"], 8192);
+    assert_eq!(
+        seen[2].target,
+        "/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(seen[2].header("x-goog-api-key"), Some("g-key"));
+    assert_eq!(
+        seen[2].body["systemInstruction"]["parts"][0]["text"],
+        "You are terse."
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried() {
+    let server = Server::start(vec![
+        Reply::status(
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#,
+        )
+        .header("retry-after", "0"),
+        Reply::status(503, "upstream unavailable"),
+        Reply::stream(COMPLETIONS_TEXT, 64),
+    ])
+    .await;
+    let model = fast_retries(OpenAiCompletions::new("m").base_url(&server.url));
+    let events = run(&model, &StreamOptions::default()).await;
+    assert_eq!(done(&events).text(), "Hello, wörld!");
+    assert_eq!(server.seen().len(), 3);
+}
+
+#[tokio::test]
+async fn retries_run_out_with_the_providers_message() {
+    let limit = r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#;
+    let server = Server::start(vec![
+        Reply::status(429, limit),
+        Reply::status(429, limit),
+        Reply::status(429, limit),
+    ])
+    .await;
+    let model = fast_retries(OpenAiCompletions::new("m").base_url(&server.url)).max_retries(1);
+    let events = run(&model, &StreamOptions::default()).await;
+    let (reason, error) = failed(&events);
+    assert_eq!(reason, StopReason::Error);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("429 Too Many Requests: Rate limit reached")
+    );
+    assert_eq!(server.seen().len(), 2, "one try and one retry");
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_a_minute_fails_at_once() {
+    let server = Server::start(vec![
+        Reply::status(429, r#"{"error":{"message":"Quota exceeded"}}"#)
+            .header("retry-after", "3600"),
+    ])
+    .await;
+    let model = OpenAiCompletions::new("m").base_url(&server.url);
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("429 Too Many Requests: Quota exceeded (the provider asks to retry in 3600 s)")
+    );
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = Server::start(vec![Reply::status(
+        400,
+        r#"{"error":{"message":"Invalid schema for function 'get_weather'","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let model = fast_retries(OpenAiCompletions::new("m").base_url(&server.url));
+    let events = run(&model, &StreamOptions::default()).await;
+    let (reason, error) = failed(&events);
+    assert_eq!(reason, StopReason::Error);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("400 Bad Request: Invalid schema for function 'get_weather'")
+    );
+    assert_eq!(server.seen().len(), 1);
+    assert!(
+        matches!(events.first(), Some(AssistantEvent::Start { .. })),
+        "the stream still starts"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_ends_with_an_error_keeping_the_text() {
+    let cut_at = COMPLETIONS_TEXT.find(", w").unwrap() + 2;
+    let reply = Reply::stream(&COMPLETIONS_TEXT[..cut_at], 16).ending(End::Cut);
+    let server = Server::start(vec![reply]).await;
+    let model = OpenAiCompletions::new("m").base_url(&server.url);
+    let events = run(&model, &StreamOptions::default()).await;
+    let (reason, error) = failed(&events);
+    assert_eq!(reason, StopReason::Error);
+    assert_eq!(error.text(), "Hello");
+    let message = error.error_message.as_deref().unwrap();
+    assert!(
+        message.starts_with("Connection error while streaming"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_closed_before_its_end_is_an_error() {
+    let cut_at = ANTHROPIC_TOOLS.find("event: message_delta").unwrap();
+    let server = Server::start(vec![Reply::stream(&ANTHROPIC_TOOLS[..cut_at], 100)]).await;
+    let model = AnthropicMessages::new("claude")
+        .base_url(&server.url)
+        .api_key("k");
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("The connection closed before the response was complete")
+    );
+    assert_eq!(error.tool_calls().count(), 2, "complete calls are kept");
+}
+
+#[tokio::test]
+async fn a_silent_server_hits_the_idle_timeout() {
+    let server = Server::start(vec![Reply::stream("", 1).ending(End::Hang)]).await;
+    let model = OpenAiCompletions::new("m")
+        .base_url(&server.url)
+        .idle_timeout(Duration::from_millis(200));
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("No data from the provider for 200ms")
+    );
+}
+
+#[tokio::test]
+async fn the_signal_aborts_a_stream_in_flight() {
+    let first_event = COMPLETIONS_TEXT.find("\n\n").unwrap() + 2;
+    let second_event = first_event + COMPLETIONS_TEXT[first_event..].find("\n\n").unwrap() + 2;
+    let reply = Reply::stream(&COMPLETIONS_TEXT[..second_event], 4096).ending(End::Hang);
+    let server = Server::start(vec![reply]).await;
+    let model = OpenAiCompletions::new("m").base_url(&server.url);
+    let signal = CancellationToken::new();
+    let options = StreamOptions::with_signal(signal.clone());
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &[],
+    };
+    let mut stream = model.stream(context, &options);
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        if matches!(event, AssistantEvent::TextDelta { .. }) {
+            signal.cancel();
+        }
+        events.push(event);
+    }
+    let (reason, error) = failed(&events);
+    assert_eq!(reason, StopReason::Aborted);
+    assert_eq!(error.stop_reason, StopReason::Aborted);
+    assert_eq!(error.error_message.as_deref(), Some("Request was aborted"));
+    assert_eq!(error.text(), "Hello");
+}
+
+#[tokio::test]
+async fn the_signal_aborts_a_retry_wait() {
+    let server = Server::start(vec![
+        Reply::status(429, r#"{"error":{"message":"slow down"}}"#).header("retry-after", "50"),
+    ])
+    .await;
+    let model = OpenAiCompletions::new("m").base_url(&server.url);
+    let signal = CancellationToken::new();
+    let options = StreamOptions::with_signal(signal.clone());
+    let canceller = signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        canceller.cancel();
+    });
+    let (reason, _) = failure(run(&model, &options).await);
+    assert_eq!(reason, StopReason::Aborted);
+    assert!(server.seen().len() <= 1);
+}
+
+#[tokio::test]
+async fn an_aborted_signal_sends_nothing() {
+    let server = Server::start(vec![Reply::stream(COMPLETIONS_TEXT, 64)]).await;
+    let model = OpenAiCompletions::new("m").base_url(&server.url);
+    let signal = CancellationToken::new();
+    signal.cancel();
+    let (reason, _) = failure(run(&model, &StreamOptions::with_signal(signal)).await);
+    assert_eq!(reason, StopReason::Aborted);
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_an_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let model = OpenAiCompletions::new("m").base_url(url).max_retries(0);
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert!(
+        error
+            .error_message
+            .as_deref()
+            .unwrap()
+            .starts_with("Connection error: "),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_key_says_which_variable_to_set() {
+    let model = OpenAiCompletions::new("gpt-4o-mini").api_key_env("PI_TEST_NO_SUCH_KEY_VARIABLE");
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some(
+            "No API key for provider \"openai\": set PI_TEST_NO_SUCH_KEY_VARIABLE (or pass one with .api_key(..))"
+        )
+    );
+    let model = AnthropicMessages::new("claude").api_key_env("PI_TEST_NO_SUCH_KEY_VARIABLE");
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert!(
+        error
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("PI_TEST_NO_SUCH_KEY_VARIABLE")
+    );
+}
+
+#[tokio::test]
+async fn the_per_request_key_and_headers_win() {
+    let server = Server::start(vec![Reply::stream(COMPLETIONS_TEXT, 64)]).await;
+    let model = OpenAiCompletions::new("m")
+        .base_url(&server.url)
+        .api_key("builder-key")
+        .header("x-team", "a");
+    let mut options = StreamOptions::default();
+    options.api_key = Some("request-key".into());
+    options.headers.insert("x-request".into(), "b".into());
+    done(&run(&model, &options).await);
+    let seen = &server.seen()[0];
+    assert_eq!(seen.header("authorization"), Some("Bearer request-key"));
+    assert_eq!(
+        (seen.header("x-team"), seen.header("x-request")),
+        (Some("a"), Some("b"))
+    );
+}

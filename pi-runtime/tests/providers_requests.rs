@@ -1,0 +1,539 @@
+//! Message conversion: streamed responses replayed to each API (round trips), transcripts
+//! moved between providers, tool lowering, options, and `null`-means-absent through pi-tool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pi_runtime::providers::{
+    AnthropicMessages, CompatibilityReport, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+    ResponseDecoder, SchemaMode,
+};
+use pi_runtime::{
+    AssistantContent, AssistantEvent, AssistantMessage, Context, CustomMessage, Message,
+    StopReason, StreamOptions, ThinkingLevel, ToolChoice, ToolResultMessage, UserMessage,
+};
+use pi_tool::{AgentTool, Content, ToolCall, ToolRegistry, ToolSpec, tool, validate_arguments};
+use serde_json::{Value, json};
+
+const COMPLETIONS_TOOLS: &str = include_str!("fixtures/providers/openai_completions_tools.sse");
+const RESPONSES_TOOLS: &str = include_str!("fixtures/providers/openai_responses_tools.sse");
+const ANTHROPIC_TOOLS: &str = include_str!("fixtures/providers/anthropic_tools.sse");
+const GOOGLE_TOOLS: &str = include_str!("fixtures/providers/google_tools.sse");
+
+/// Get the weather for a city.
+#[tool]
+async fn get_weather(
+    /// City name
+    city: String,
+    /// Days of forecast (default 1)
+    days: Option<u8>,
+) -> String {
+    format!("{city}: {days:?}")
+}
+
+/// Tag a document.
+#[tool]
+async fn tag(
+    /// Labels by key
+    labels: HashMap<String, String>,
+) -> String {
+    format!("{} labels", labels.len())
+}
+
+fn decoded(mut decoder: ResponseDecoder, body: &str) -> AssistantMessage {
+    let mut events = decoder.push(body.as_bytes());
+    events.extend(decoder.finish());
+    match events.pop() {
+        Some(AssistantEvent::Done { message, .. }) => message,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn result(id: &str, name: &str, content: Vec<Content>, is_error: bool) -> Arc<Message> {
+    Arc::new(Message::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        content,
+        details: Value::Null,
+        is_error,
+        duration_ms: None,
+        timestamp: 0,
+    }))
+}
+
+/// user, the assistant's calls, a result per call (the first failed, the last with an image).
+fn transcript(assistant: &AssistantMessage) -> Vec<Arc<Message>> {
+    let calls: Vec<_> = assistant.tool_calls().map(|c| c.call.clone()).collect();
+    let mut messages = vec![
+        Arc::new(Message::user("Weather in Zürich?")),
+        Arc::new(Message::Assistant(assistant.clone())),
+    ];
+    for (i, call) in calls.iter().enumerate() {
+        let content = if i + 1 == calls.len() {
+            vec![
+                Content::text("sunny"),
+                Content::image("iVBORw0KGgo=", "image/png"),
+            ]
+        } else {
+            vec![Content::text("no such city")]
+        };
+        messages.push(result(
+            &call.id,
+            &call.name,
+            content,
+            i == 0 && calls.len() > 1,
+        ));
+    }
+    messages
+}
+
+fn context(messages: &[Arc<Message>]) -> Context<'_> {
+    Context {
+        system_prompt: "Be brief.",
+        messages,
+        tools: &[],
+    }
+}
+
+#[test]
+fn completions_round_trip() {
+    let model = OpenAiCompletions::new("gpt-4o-mini");
+    let assistant = decoded(model.decoder(), COMPLETIONS_TOOLS);
+    let messages = transcript(&assistant);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let wire = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = wire.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    let calls = wire[2]["tool_calls"].as_array().unwrap();
+    assert_eq!(wire[2]["content"], Value::Null);
+    assert_eq!(calls[0]["id"], "call_weather1");
+    assert_eq!(calls[0]["type"], "function");
+    assert_eq!(calls[0]["function"]["name"], "get_weather");
+    let arguments: Value =
+        serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments, json!({"city": "Zürich", "days": null}));
+    assert_eq!(
+        wire[3],
+        json!({"role": "tool", "tool_call_id": "call_weather1", "content": "no such city"})
+    );
+    assert_eq!(
+        wire[4],
+        json!({"role": "tool", "tool_call_id": "call_time2", "content": "sunny"})
+    );
+    assert_eq!(
+        wire[5]["content"],
+        json!([{"type": "text", "text": "Attached image(s) from tool result:"},
+               {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}])
+    );
+}
+
+#[test]
+fn responses_round_trip_replays_reasoning_and_item_ids() {
+    let model = OpenAiResponses::new("gpt-5-mini");
+    let assistant = decoded(model.decoder(), RESPONSES_TOOLS);
+    let messages = transcript(&assistant);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(
+        input[1],
+        json!({"role": "user", "content": [{"type": "input_text", "text": "Weather in Zürich?"}]})
+    );
+    assert_eq!(input[2]["type"], "reasoning");
+    assert_eq!(input[2]["encrypted_content"], "gAAAAEncrypted");
+    assert_eq!(input[3]["id"], "msg_1");
+    assert_eq!(input[3]["content"][0]["text"], "Checking Zürich.");
+    assert_eq!(input[4]["type"], "function_call");
+    assert_eq!(
+        (input[4]["call_id"].as_str(), input[4]["id"].as_str()),
+        (Some("call_w1"), Some("fc_1"))
+    );
+    assert_eq!(input[5]["type"], "function_call_output");
+    assert_eq!(input[5]["call_id"], "call_w1");
+    assert_eq!(
+        input[5]["output"],
+        json!([{"type": "input_text", "text": "sunny"},
+               {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,iVBORw0KGgo="}])
+    );
+    assert_eq!(body["store"], false);
+}
+
+#[test]
+fn anthropic_round_trip_merges_results_with_is_error() {
+    let model = AnthropicMessages::new("claude-sonnet-4-5");
+    let assistant = decoded(model.decoder(), ANTHROPIC_TOOLS);
+    let messages = transcript(&assistant);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let wire = body["messages"].as_array().unwrap();
+    assert_eq!(
+        wire.len(),
+        3,
+        "user, assistant, one user message with every result"
+    );
+    let blocks = wire[1]["content"].as_array().unwrap();
+    assert_eq!(
+        blocks[0],
+        json!({"type": "thinking", "thinking": "The user wants weather.",
+               "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"})
+    );
+    assert_eq!(
+        blocks[1],
+        json!({"type": "text", "text": "Let me check Zürich and Paris."})
+    );
+    assert_eq!(
+        blocks[2],
+        json!({"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Zürich"}})
+    );
+    let results = wire[2]["content"].as_array().unwrap();
+    assert_eq!(
+        results[0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_01A", "content": "no such city", "is_error": true})
+    );
+    assert_eq!(results[1]["tool_use_id"], "toolu_01B");
+    assert_eq!(results[1]["is_error"], false);
+    assert_eq!(
+        results[1]["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+    );
+}
+
+#[test]
+fn google_round_trip_keeps_signatures_and_merges_responses() {
+    let model = GoogleGenerativeAi::new("gemini-2.5-flash");
+    let assistant = decoded(model.decoder(), GOOGLE_TOOLS);
+    let messages = transcript(&assistant);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let contents = body["contents"].as_array().unwrap();
+    let roles: Vec<&str> = contents
+        .iter()
+        .map(|c| c["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "model", "user", "user"],
+        "responses merged; gemini 2.5 images in their own turn"
+    );
+    let parts = contents[1]["parts"].as_array().unwrap();
+    assert_eq!(
+        parts[0],
+        json!({"text": "I'll check both cities.", "thought": true, "thoughtSignature": "c2lnLXRoaW5r"})
+    );
+    assert_eq!(parts[1], json!({"text": "Looking up Zürich"}));
+    assert_eq!(
+        parts[2],
+        json!({"functionCall": {"name": "get_weather", "args": {"city": "Zürich"}}, "thoughtSignature": "c2lnLWNhbGw="})
+    );
+    let responses = contents[2]["parts"].as_array().unwrap();
+    assert_eq!(
+        responses[0],
+        json!({"functionResponse": {"name": "get_weather", "response": {"error": "no such city"}}})
+    );
+    assert_eq!(
+        responses[1],
+        json!({"functionResponse": {"name": "get_weather", "response": {"output": "sunny"}}})
+    );
+    assert_eq!(
+        contents[3]["parts"],
+        json!([{"text": "Tool result image:"}, {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}])
+    );
+
+    let gemini3 = GoogleGenerativeAi::new("gemini-3-pro-preview");
+    let body = gemini3.request_body(context(&messages), &StreamOptions::default());
+    let responses = body["contents"][2]["parts"].as_array().unwrap();
+    assert_eq!(
+        responses[1]["functionResponse"]["parts"][0]["inlineData"]["mimeType"],
+        "image/png"
+    );
+    assert_eq!(body["contents"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_transcript_moves_between_providers() {
+    let responses = OpenAiResponses::new("gpt-5-mini");
+    let assistant = decoded(responses.decoder(), RESPONSES_TOOLS);
+    let messages = transcript(&assistant);
+
+    let anthropic = AnthropicMessages::new("claude-sonnet-4-5")
+        .request_body(context(&messages), &StreamOptions::default());
+    let blocks = anthropic["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(
+        blocks[0],
+        json!({"type": "text", "text": "Checking Zürich."}),
+        "foreign reasoning is dropped"
+    );
+    assert_eq!(
+        blocks[1]["id"], "call_w1_fc_1",
+        "ids sanitized for Anthropic"
+    );
+    assert_eq!(
+        anthropic["messages"][2]["content"][0]["tool_use_id"], "call_w1_fc_1",
+        "results remapped"
+    );
+
+    let completions = OpenAiCompletions::new("gpt-4o-mini")
+        .request_body(context(&messages), &StreamOptions::default());
+    assert_eq!(completions["messages"][2]["tool_calls"][0]["id"], "call_w1");
+    assert_eq!(completions["messages"][2]["content"], "Checking Zürich.");
+    assert_eq!(completions["messages"][3]["tool_call_id"], "call_w1");
+
+    let google = GoogleGenerativeAi::new("gemini-2.5-flash")
+        .request_body(context(&messages), &StreamOptions::default());
+    let parts = google["contents"][1]["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "text and call, no reasoning");
+    assert!(parts[1].get("thoughtSignature").is_none());
+}
+
+#[test]
+fn orphans_failures_custom_messages_and_images() {
+    let mut failed = AssistantMessage::failed(StopReason::Error, "boom");
+    failed.content = vec![AssistantContent::text("half an answer")];
+    let mut calls = AssistantMessage::new(
+        vec![AssistantContent::tool_call(
+            "toolu_1",
+            "get_weather",
+            json!({"city": "Oslo"}),
+        )],
+        StopReason::ToolUse,
+    );
+    calls.api = "anthropic-messages".into();
+    calls.provider = "anthropic".into();
+    calls.model = "claude-haiku".into();
+    let messages = vec![
+        Arc::new(Message::User(UserMessage {
+            content: vec![Content::text("look"), Content::image("AAAA", "image/jpeg")],
+            timestamp: 0,
+        })),
+        Arc::new(Message::Assistant(failed)),
+        Arc::new(Message::Custom(CustomMessage {
+            kind: "note".into(),
+            data: json!({}),
+            timestamp: 0,
+        })),
+        Arc::new(Message::Assistant(calls)),
+        Arc::new(Message::user("never mind")),
+    ];
+    let model = AnthropicMessages::new("claude-haiku").images(false);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "look"},
+                {"type": "text", "text": "(image omitted: model does not support images)"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "No result provided", "is_error": true}]},
+            {"role": "user", "content": [{"type": "text", "text": "never mind"}]}
+        ])
+    );
+}
+
+#[test]
+fn options_reach_every_api() {
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let specs = vec![GetWeatherTool.spec().clone()];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &specs,
+    };
+    let mut options = StreamOptions::default();
+    options.max_tokens = Some(500);
+    options.temperature = Some(0.5);
+    options.tool_choice = Some(ToolChoice::Tool("get_weather".into()));
+
+    let completions = OpenAiCompletions::new("gpt-4o-mini").request_body(context, &options);
+    assert_eq!(completions["max_completion_tokens"], 500);
+    assert_eq!(completions["temperature"], 0.5);
+    assert_eq!(
+        completions["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_weather"}})
+    );
+    assert!(
+        completions.get("messages").unwrap()[0]["role"] == "user",
+        "no empty system prompt"
+    );
+    let local = OpenAiCompletions::new("llama")
+        .base_url("http://localhost:8080/v1")
+        .request_body(context, &options);
+    assert_eq!(
+        local["max_tokens"], 500,
+        "compatible servers get max_tokens"
+    );
+
+    let responses = OpenAiResponses::new("gpt-5").request_body(context, &options);
+    assert_eq!(
+        (
+            responses["max_output_tokens"].clone(),
+            responses["tool_choice"].clone()
+        ),
+        (
+            json!(500),
+            json!({"type": "function", "name": "get_weather"})
+        )
+    );
+
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert_eq!(
+        (
+            anthropic["max_tokens"].clone(),
+            anthropic["temperature"].clone()
+        ),
+        (json!(500), json!(0.5))
+    );
+    assert_eq!(
+        anthropic["tool_choice"],
+        json!({"type": "tool", "name": "get_weather"})
+    );
+
+    let google = GoogleGenerativeAi::new("gemini").request_body(context, &options);
+    assert_eq!(
+        google["generationConfig"],
+        json!({"maxOutputTokens": 500, "temperature": 0.5})
+    );
+    assert_eq!(
+        google["toolConfig"],
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}})
+    );
+
+    options.thinking = Some(ThinkingLevel::Medium);
+    options.tool_choice = Some(ToolChoice::Required);
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert_eq!(
+        anthropic["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
+    assert_eq!(
+        anthropic["max_tokens"], 8692,
+        "the budget comes on top of the answer's limit"
+    );
+    assert!(
+        anthropic.get("temperature").is_none(),
+        "no temperature with thinking"
+    );
+    assert_eq!(anthropic["tool_choice"], json!({"type": "any"}));
+    let responses = OpenAiResponses::new("gpt-5").request_body(context, &options);
+    assert_eq!(
+        responses["reasoning"],
+        json!({"effort": "medium", "summary": "auto"})
+    );
+    let completions = OpenAiCompletions::new("o4-mini").request_body(context, &options);
+    assert_eq!(
+        (
+            completions["reasoning_effort"].clone(),
+            completions["tool_choice"].clone()
+        ),
+        (json!("medium"), json!("required"))
+    );
+}
+
+#[test]
+fn tools_are_lowered_per_api_and_strict_per_tool() {
+    let specs = vec![GetWeatherTool.spec().clone(), TagTool.spec().clone()];
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &specs,
+    };
+    let options = StreamOptions::default();
+
+    let completions = OpenAiCompletions::new("gpt-4o-mini").request_body(context, &options);
+    let weather = &completions["tools"][0]["function"];
+    assert_eq!(weather["strict"], true);
+    assert_eq!(weather["parameters"]["required"], json!(["city", "days"]));
+    assert_eq!(weather["parameters"]["additionalProperties"], false);
+    assert!(
+        weather["parameters"]["properties"]["days"]["type"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("null"))
+    );
+    let tag = &completions["tools"][1]["function"];
+    assert_eq!(tag["strict"], false, "a map cannot be strict");
+    assert_eq!(
+        tag["parameters"],
+        TagTool.spec().parameters,
+        "so the schema goes as it is"
+    );
+
+    let responses = OpenAiResponses::new("gpt-5")
+        .strict(false)
+        .request_body(context, &options);
+    assert_eq!(
+        responses["tools"][0]["strict"], false,
+        "Responses always says strict explicitly"
+    );
+    assert_eq!(
+        responses["tools"][0]["parameters"],
+        GetWeatherTool.spec().parameters
+    );
+
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert_eq!(anthropic["tools"][0]["input_schema"]["type"], "object");
+    assert_eq!(anthropic["tools"][0]["name"], "get_weather");
+
+    let google = GoogleGenerativeAi::new("gemini").request_body(context, &options);
+    let declarations = google["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        declarations[0]["parameters"]["properties"]["days"]["nullable"],
+        true
+    );
+    assert!(
+        declarations[0]["parameters"]["properties"]["days"]
+            .get("format")
+            .is_none()
+    );
+    assert_eq!(
+        declarations[1]["parametersJsonSchema"],
+        TagTool.spec().parameters,
+        "maps fall back to JSON Schema"
+    );
+}
+
+#[test]
+fn the_compatibility_report_says_why_not() {
+    let report = CompatibilityReport::of(TagTool.spec());
+    assert_eq!(
+        report.to_string(),
+        "tool \"tag\":\n  OpenAI strict mode: does not qualify\n    - labels: a map is an open object, not allowed in OpenAI strict mode\n  \
+         Anthropic: qualifies\n  Gemini parameters: does not qualify\n    - labels: a map is an open object; Gemini parameters cannot describe its values"
+    );
+    CompatibilityReport::of(GetWeatherTool.spec()).assert_qualifies(SchemaMode::OpenAiStrict);
+    let root = ToolSpec {
+        name: "raw".into(),
+        description: "d".into(),
+        parameters: json!({"type": "string"}),
+    };
+    let report = CompatibilityReport::of(&root);
+    assert!(!report.qualifies(SchemaMode::Anthropic));
+    assert_eq!(
+        report.problems(SchemaMode::OpenAiStrict)[0].message,
+        "the root must be an object schema in OpenAI strict mode"
+    );
+    let panic =
+        std::panic::catch_unwind(|| report.assert_qualifies(SchemaMode::Gemini)).unwrap_err();
+    let text = panic.downcast_ref::<String>().unwrap();
+    assert!(text.starts_with("tool \"raw\":"), "{text}");
+}
+
+#[tokio::test]
+async fn a_null_for_an_optional_field_means_absent() {
+    // A strict-mode model must send every property; it sends `null` for the ones it omits.
+    let message = decoded(
+        OpenAiCompletions::new("gpt-4o-mini").decoder(),
+        COMPLETIONS_TOOLS,
+    );
+    let call = message.tool_calls().next().unwrap().call.clone();
+    assert_eq!(call.arguments, json!({"city": "Zürich", "days": null}));
+    let validated = validate_arguments(&GetWeatherTool, &call.arguments).unwrap();
+    assert_eq!(validated, json!({"city": "Zürich"}));
+    let registry = ToolRegistry::new().with(GetWeatherTool);
+    let result = registry
+        .run(&ToolCall::new(call.id, call.name, call.arguments))
+        .await;
+    assert!(!result.is_error, "{}", result.text_content());
+    assert_eq!(result.text_content(), "Zürich: None");
+}

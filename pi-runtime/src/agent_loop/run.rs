@@ -6,7 +6,9 @@ use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
 
 use super::context::ToolSet;
 use super::emitter::Emitter;
-use super::guard::{guarded, guarded_sync};
+use futures_util::StreamExt;
+
+use super::guard::guarded;
 use super::tools::{BatchEnv, execute_tool_calls};
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
@@ -262,16 +264,23 @@ impl Run {
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),
             tools: self.tools.specs(),
         };
-        let mut stream = guarded_sync(|| self.model.stream(context, options)).map_err(|panic| {
-            self.failed(StopReason::Error, format!("the model panicked: {panic}"))
-        })?;
+        // One panic guard around the whole response (not one per streamed event).
+        let streamed = guarded(|| self.stream_response(context, options, started)).await;
+        streamed.unwrap_or_else(|panic| {
+            Err(self.failed(StopReason::Error, format!("the model panicked: {panic}")))
+        })
+    }
+
+    /// Streams one response, emitting its start and updates; returns the final message.
+    async fn stream_response(
+        &self,
+        context: Context<'_>,
+        options: &StreamOptions,
+        started: &mut bool,
+    ) -> Result<AssistantMessage, AssistantMessage> {
+        let mut stream = self.model.stream(context, options);
         loop {
-            let next = super::guard::guarded_next(&mut stream)
-                .await
-                .map_err(|panic| {
-                    self.failed(StopReason::Error, format!("the model panicked: {panic}"))
-                })?;
-            match next {
+            match stream.next().await {
                 None => {
                     return Err(self.failed(
                         StopReason::Error,

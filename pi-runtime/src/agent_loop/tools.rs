@@ -81,18 +81,11 @@ pub(crate) async fn execute_tool_calls(
     assistant: &Arc<Message>,
 ) -> BatchOutcome {
     let Some(message) = assistant.as_assistant() else {
-        return BatchOutcome {
-            results: Vec::new(),
-            terminate: false,
-            added_tool_names: Vec::new(),
-        };
+        return BatchOutcome::with_capacity(0);
     };
-    let calls: Vec<ToolCallRef> = message
-        .content
-        .iter()
-        .enumerate()
-        .filter_map(|(index, _)| ToolCallRef::new(Arc::clone(assistant), index))
-        .collect();
+    let count = message.tool_calls().count();
+    let calls = (0..message.content.len())
+        .filter_map(|index| ToolCallRef::new(Arc::clone(assistant), index));
     let truncated = message.stop_reason == StopReason::Length;
     let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
         || env.config.after_tool_call.is_some())
@@ -104,28 +97,34 @@ pub(crate) async fn execute_tool_calls(
     };
 
     let sequential = env.config.tool_execution == ToolExecution::Sequential
-        || calls.iter().any(|call| {
+        || message.tool_calls().any(|block| {
             env.tools
-                .get(call.name())
+                .get(&block.call.name)
                 .is_some_and(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
         });
-    let finished = if sequential {
-        batch.run_sequential(calls).await
+    let mut outcome = BatchOutcome::with_capacity(count);
+    if sequential {
+        batch.run_sequential(calls, &mut outcome).await;
     } else {
-        batch.run_parallel(calls).await
-    };
-
-    let terminate = !finished.is_empty() && finished.iter().all(|f| f.terminate);
-    let mut added_tool_names = Vec::new();
-    let mut results = Vec::with_capacity(finished.len());
-    for done in finished {
-        added_tool_names.extend(done.added_tool_names);
-        results.push(done.message);
+        batch.run_parallel(calls, count, &mut outcome).await;
     }
-    BatchOutcome {
-        results,
-        terminate,
-        added_tool_names,
+    outcome
+}
+
+impl BatchOutcome {
+    fn with_capacity(calls: usize) -> Self {
+        BatchOutcome {
+            results: Vec::with_capacity(calls),
+            terminate: calls > 0,
+            added_tool_names: Vec::new(),
+        }
+    }
+
+    /// Adds a finished call (in source order).
+    fn push(&mut self, done: Finished) {
+        self.terminate &= done.terminate;
+        self.added_tool_names.extend(done.added_tool_names);
+        self.results.push(done.message);
     }
 }
 
@@ -136,8 +135,11 @@ struct Batch<'a, 'b> {
 }
 
 impl Batch<'_, '_> {
-    async fn run_sequential(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
-        let mut finished = Vec::with_capacity(calls.len());
+    async fn run_sequential(
+        &self,
+        calls: impl Iterator<Item = ToolCallRef>,
+        outcome: &mut BatchOutcome,
+    ) {
         for call in calls {
             self.env
                 .emitter
@@ -152,14 +154,18 @@ impl Batch<'_, '_> {
                 }
             };
             self.emit_message(&done.message).await;
-            finished.push(done);
+            outcome.push(done);
         }
-        finished
     }
 
-    async fn run_parallel(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
-        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(calls.len());
-        let mut ready = Vec::with_capacity(calls.len());
+    async fn run_parallel(
+        &self,
+        calls: impl Iterator<Item = ToolCallRef>,
+        count: usize,
+        outcome: &mut BatchOutcome,
+    ) {
+        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(count);
+        let mut ready = Vec::with_capacity(count);
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
             self.env
@@ -180,15 +186,17 @@ impl Batch<'_, '_> {
 
         // Then the prepared calls run at once (up to `max_parallel`); each ends when it finishes.
         // Every call is polled once in source order before any end is emitted; a call that
-        // finishes on that first poll never needs a task of its own (most tools finish at once).
+        // finishes on that first poll never needs a task of its own (most tools finish at once),
+        // and its end waits until every call has started.
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
         let mut waiting = ready.into_iter();
-        let mut running = FuturesUnordered::new();
+        let mut running = None;
+        let mut running_count = 0;
         let mut finished_first = Vec::new();
         let start = |slot: usize, prepared: Prepared| {
             Box::pin(async move { (slot, self.execute(prepared).await) })
         };
-        while running.len() < limit {
+        while running_count < limit {
             let Some((slot, prepared)) = waiting.next() else {
                 break;
             };
@@ -199,32 +207,35 @@ impl Batch<'_, '_> {
                     slots[slot] = Some(done);
                     finished_first.push(end);
                 }
-                Poll::Pending => running.push(execution),
+                Poll::Pending => {
+                    running.get_or_insert_with(FuturesUnordered::new).push(execution);
+                    running_count += 1;
+                }
             }
         }
         for end in finished_first {
             self.env.emitter.emit(end).await;
         }
-        loop {
-            while running.len() < limit {
-                let Some((slot, prepared)) = waiting.next() else {
+        if let Some(mut running) = running {
+            loop {
+                while running.len() < limit {
+                    let Some((slot, prepared)) = waiting.next() else {
+                        break;
+                    };
+                    running.push(start(slot, prepared));
+                }
+                let Some((slot, (call, result, started))) = running.next().await else {
                     break;
                 };
-                running.push(start(slot, prepared));
+                slots[slot] = Some(self.finish(&call, result, started).await);
             }
-            let Some((slot, (call, result, started))) = running.next().await else {
-                break;
-            };
-            slots[slot] = Some(self.finish(&call, result, started).await);
         }
 
         // Result messages go out in source order.
-        let mut finished = Vec::with_capacity(slots.len());
         for done in slots.into_iter().flatten() {
             self.emit_message(&done.message).await;
-            finished.push(done);
+            outcome.push(done);
         }
-        finished
     }
 
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.

@@ -9,7 +9,7 @@ use super::emitter::Emitter;
 use futures_util::StreamExt;
 
 use super::guard::guarded;
-use super::tools::{BatchEnv, execute_tool_calls};
+use super::tools::{BatchEnv, Clock, execute_tool_calls};
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, Message, StopReason};
@@ -31,6 +31,7 @@ pub(crate) struct Run {
     pub(crate) signal: CancellationToken,
     pub(crate) options: StreamOptions,
     pub(crate) emitter: Emitter,
+    pub(crate) clock: Clock,
 }
 
 impl Run {
@@ -116,6 +117,7 @@ impl Run {
                             state: &self.state,
                             emitter: &self.emitter,
                             transcript: &self.transcript,
+                            clock: &self.clock,
                         };
                         execute_tool_calls(&env, &assistant).await
                     };

@@ -8,6 +8,7 @@ use std::task::Poll;
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use futures_util::future::OptionFuture;
 use futures_util::stream::FuturesUnordered;
 use pi_tool::{
     AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
@@ -42,6 +43,30 @@ pub(crate) struct BatchEnv<'a> {
     pub(crate) state: &'a StateMap,
     pub(crate) emitter: &'a Emitter,
     pub(crate) transcript: &'a [Arc<Message>],
+    pub(crate) clock: &'a Clock,
+}
+
+/// Wall-clock timestamps derived from the monotonic clock, so that a finished call reads the
+/// clock once for both its duration and its message's timestamp.
+pub(crate) struct Clock {
+    base: Instant,
+    base_ms: i64,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Clock {
+            base: Instant::now(),
+            base_ms: now_ms(),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch at `instant`.
+    fn epoch_ms(&self, instant: Instant) -> i64 {
+        let elapsed = instant.saturating_duration_since(self.base).as_millis();
+        self.base_ms
+            .saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+    }
 }
 
 /// What a batch produced.
@@ -193,26 +218,35 @@ impl Batch<'_, '_> {
         let mut running = None;
         let mut running_count = 0;
         let mut finished_first = Vec::new();
-        let start = |slot: usize, prepared: Prepared| {
-            Box::pin(async move { (slot, self.execute(prepared).await) })
-        };
+        let start = |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
+        // Calls that finish on their first poll hand their box to the next call.
+        let mut spare = None;
         while running_count < limit {
             let Some((slot, prepared)) = waiting.next() else {
                 break;
             };
-            let mut execution = start(slot, prepared);
+            let mut execution = spare
+                .take()
+                .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
+            execution.set(OptionFuture::from(Some(start(slot, prepared))));
             match poll_once(execution.as_mut()).await {
-                Poll::Ready((slot, (call, result, started))) => {
+                Poll::Ready(Some((slot, (call, result, started)))) => {
                     let (done, end) = self.finish_quietly(&call, result, started);
                     slots[slot] = Some(done);
                     finished_first.push(end);
+                    execution.set(OptionFuture::from(None));
+                    spare = Some(execution);
                 }
+                Poll::Ready(None) => {}
                 Poll::Pending => {
-                    running.get_or_insert_with(FuturesUnordered::new).push(execution);
+                    running
+                        .get_or_insert_with(FuturesUnordered::new)
+                        .push(execution);
                     running_count += 1;
                 }
             }
         }
+        drop(spare);
         for end in finished_first {
             self.env.emitter.emit(end).await;
         }
@@ -222,12 +256,14 @@ impl Batch<'_, '_> {
                     let Some((slot, prepared)) = waiting.next() else {
                         break;
                     };
-                    running.push(start(slot, prepared));
+                    running.push(Box::pin(OptionFuture::from(Some(start(slot, prepared)))));
                 }
-                let Some((slot, (call, result, started))) = running.next().await else {
+                let Some(next) = running.next().await else {
                     break;
                 };
-                slots[slot] = Some(self.finish(&call, result, started).await);
+                if let Some((slot, (call, result, started))) = next {
+                    slots[slot] = Some(self.finish(&call, result, started).await);
+                }
             }
         }
 
@@ -380,7 +416,9 @@ impl Batch<'_, '_> {
         result: ToolResult,
         started: Instant,
     ) -> (Finished, AgentEvent) {
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = Instant::now();
+        let duration_ms =
+            u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
         let ToolResult {
             content,
             details,
@@ -396,7 +434,7 @@ impl Batch<'_, '_> {
             details,
             is_error,
             duration_ms: Some(duration_ms),
-            timestamp: now_ms(),
+            timestamp: self.env.clock.epoch_ms(now),
         }));
         let end = AgentEvent::ToolExecutionEnd {
             call: call.clone(),

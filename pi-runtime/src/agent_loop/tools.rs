@@ -171,14 +171,15 @@ impl Batch<'_, '_> {
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
             let started = Instant::now();
-            let done = match self.prepare(call.clone(), started).await {
-                Preparation::Immediate(result) => self.finish(&call, result, started).await,
+            let (done, end) = match self.prepare(call.clone(), started).await {
+                Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
                 Preparation::Ready(prepared) => {
                     let (call, result, started) = self.execute(prepared).await;
-                    self.finish(&call, result, started).await
+                    self.finish_quietly(&call, result, started)
                 }
             };
-            self.emit_message(&done.message).await;
+            let [start, end_message] = message_events(&done.message);
+            self.env.emitter.emit_all([end, start, end_message]).await;
             outcome.push(done);
         }
     }
@@ -191,16 +192,28 @@ impl Batch<'_, '_> {
     ) {
         let mut slots: Vec<Option<Finished>> = Vec::with_capacity(count);
         let mut ready = Vec::with_capacity(count);
+        // Without a `before_tool_call` hook, preparation runs no code that could observe the
+        // events, so they are queued in one go when it is over.
+        let buffer = self.env.config.before_tool_call.is_none();
+        let mut buffered = Vec::new();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            self.env
-                .emitter
-                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
-                .await;
+            let start = AgentEvent::ToolExecutionStart { call: call.clone() };
+            if buffer {
+                buffered.push(start);
+            } else {
+                self.env.emitter.emit(start).await;
+            }
             let started = Instant::now();
             match self.prepare(call.clone(), started).await {
                 Preparation::Immediate(result) => {
-                    slots.push(Some(self.finish(&call, result, started).await))
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    if buffer {
+                        buffered.push(end);
+                    } else {
+                        self.env.emitter.emit(end).await;
+                    }
+                    slots.push(Some(done));
                 }
                 Preparation::Ready(prepared) => {
                     ready.push((slots.len(), prepared));
@@ -213,6 +226,7 @@ impl Batch<'_, '_> {
         // Every call is polled once in source order before any end is emitted; a call that
         // finishes on that first poll never needs a task of its own (most tools finish at once),
         // and its end waits until every call has started.
+        self.env.emitter.emit_all(buffered).await;
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
         let mut waiting = ready.into_iter();
         let mut running = None;
@@ -247,9 +261,19 @@ impl Batch<'_, '_> {
             }
         }
         drop(spare);
-        for end in finished_first {
-            self.env.emitter.emit(end).await;
+        if running.is_none() {
+            // Everything finished on its first poll: the ends and the result messages go out
+            // together.
+            let mut events = finished_first;
+            events.reserve(slots.len() * 2);
+            for done in slots.into_iter().flatten() {
+                events.extend(message_events(&done.message));
+                outcome.push(done);
+            }
+            self.env.emitter.emit_all(events).await;
+            return;
         }
+        self.env.emitter.emit_all(finished_first).await;
         if let Some(mut running) = running {
             loop {
                 while running.len() < limit {
@@ -268,10 +292,12 @@ impl Batch<'_, '_> {
         }
 
         // Result messages go out in source order.
+        let mut events = Vec::with_capacity(slots.len() * 2);
         for done in slots.into_iter().flatten() {
-            self.emit_message(&done.message).await;
+            events.extend(message_events(&done.message));
             outcome.push(done);
         }
+        self.env.emitter.emit_all(events).await;
     }
 
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
@@ -452,22 +478,21 @@ impl Batch<'_, '_> {
         (done, end)
     }
 
-    async fn emit_message(&self, message: &Arc<Message>) {
-        let emitter = self.env.emitter;
-        emitter
-            .emit(AgentEvent::MessageStart {
-                message: Arc::clone(message),
-            })
-            .await;
-        emitter
-            .emit(AgentEvent::MessageEnd {
-                message: Arc::clone(message),
-            })
-            .await;
-    }
 }
 
 /// Polls a future once with the current task's context.
 async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
+}
+
+/// `MessageStart` and `MessageEnd` of a message.
+fn message_events(message: &Arc<Message>) -> [AgentEvent; 2] {
+    [
+        AgentEvent::MessageStart {
+            message: Arc::clone(message),
+        },
+        AgentEvent::MessageEnd {
+            message: Arc::clone(message),
+        },
+    ]
 }

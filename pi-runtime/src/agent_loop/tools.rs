@@ -232,7 +232,8 @@ impl Batch<'_, '_> {
         let mut running = None;
         let mut running_count = 0;
         let mut finished_first = Vec::new();
-        let start = |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
+        let start =
+            |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
         // Calls that finish on their first poll hand their box to the next call.
         let mut spare = None;
         while running_count < limit {
@@ -477,7 +478,6 @@ impl Batch<'_, '_> {
         };
         (done, end)
     }
-
 }
 
 /// Polls a future once with the current task's context.

@@ -268,9 +268,12 @@ impl Run {
         };
         // One panic guard around the whole response (not one per streamed event).
         let streamed = guarded(|| self.stream_response(context, options, started)).await;
-        streamed.unwrap_or_else(|panic| {
-            Err(self.failed(StopReason::Error, format!("the model panicked: {panic}")))
-        })
+        match streamed {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                Err(self.failed(StopReason::Error, format!("the model panicked: {panic}")))
+            }
+        }
     }
 
     /// Streams one response, emitting its start and updates; returns the final message.

@@ -2,13 +2,13 @@
 //! in sequence, `after_tool_call`, and the result messages.
 
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use futures_util::future::OptionFuture;
+use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
 use pi_tool::{
     AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
@@ -174,7 +174,7 @@ impl Batch<'_, '_> {
             let (done, end) = match self.prepare(call.clone(), started).await {
                 Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
                 Preparation::Ready(prepared) => {
-                    let (call, result, started) = self.execute(prepared).await;
+                    let (call, result, started) = self.execute_until_aborted(prepared).await;
                     self.finish_quietly(&call, result, started)
                 }
             };
@@ -231,6 +231,8 @@ impl Batch<'_, '_> {
         let mut waiting = ready.into_iter();
         let mut running = None;
         let mut running_count = 0;
+        // The calls still running after their first poll: what an abort needs to answer them.
+        let mut running_meta = Vec::new();
         let mut finished_first = Vec::new();
         let start =
             |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
@@ -240,12 +242,13 @@ impl Batch<'_, '_> {
             let Some((slot, prepared)) = waiting.next() else {
                 break;
             };
+            let (call, started) = (prepared.call.clone(), prepared.started);
             let mut execution = spare
                 .take()
                 .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
             execution.set(OptionFuture::from(Some(start(slot, prepared))));
             match poll_once(execution.as_mut()).await {
-                Poll::Ready(Some((slot, (call, result, started)))) => {
+                Poll::Ready(Some((slot, (_, result, _)))) => {
                     let (done, end) = self.finish_quietly(&call, result, started);
                     slots[slot] = Some(done);
                     finished_first.push(end);
@@ -257,6 +260,7 @@ impl Batch<'_, '_> {
                     running
                         .get_or_insert_with(FuturesUnordered::new)
                         .push(execution);
+                    running_meta.push((slot, call, started));
                     running_count += 1;
                 }
             }
@@ -276,18 +280,41 @@ impl Batch<'_, '_> {
         }
         self.env.emitter.emit_all(finished_first).await;
         if let Some(mut running) = running {
+            // After an abort the loop stops waiting: a tool that ignores the signal cannot hang
+            // the run (its call is answered `Operation aborted`).
+            let mut cancelled = pin!(self.env.signal.cancelled());
+            let mut aborted = false;
             loop {
                 while running.len() < limit {
                     let Some((slot, prepared)) = waiting.next() else {
                         break;
                     };
+                    running_meta.push((slot, prepared.call.clone(), prepared.started));
                     running.push(Box::pin(OptionFuture::from(Some(start(slot, prepared)))));
                 }
-                let Some(next) = running.next().await else {
+                let next = match select(running.next(), cancelled.as_mut()).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(((), _)) => {
+                        aborted = true;
+                        break;
+                    }
+                };
+                let Some(next) = next else {
                     break;
                 };
                 if let Some((slot, (call, result, started))) = next {
                     slots[slot] = Some(self.finish(&call, result, started).await);
+                }
+            }
+            if aborted {
+                drop(running);
+                let unstarted =
+                    waiting.map(|(slot, prepared)| (slot, prepared.call, prepared.started));
+                for (slot, call, started) in running_meta.into_iter().chain(unstarted) {
+                    if slots[slot].is_none() {
+                        let result = ToolResult::error(ABORTED);
+                        slots[slot] = Some(self.finish(&call, result, started).await);
+                    }
                 }
             }
         }
@@ -359,6 +386,23 @@ impl Batch<'_, '_> {
             args,
             started,
         })
+    }
+
+    /// [`execute`](Self::execute), but an abort stops waiting for a call that is still running
+    /// (the call is answered `Operation aborted`).
+    async fn execute_until_aborted(
+        &self,
+        prepared: Prepared,
+    ) -> (ToolCallRef, ToolResult, Instant) {
+        let (call, started) = (prepared.call.clone(), prepared.started);
+        let mut execution = pin!(self.execute(prepared));
+        if let Poll::Ready(done) = poll_once(execution.as_mut()).await {
+            return done;
+        }
+        match select(execution, pin!(self.env.signal.cancelled())).await {
+            Either::Left((done, _)) => done,
+            Either::Right(((), _)) => (call, ToolResult::error(ABORTED), started),
+        }
     }
 
     /// Runs a prepared call and `after_tool_call`.

@@ -569,6 +569,12 @@ impl Agent {
             model,
             signal,
         } = start;
+        // Marks the agent idle when the run ends, also when the caller drops `prompt`'s future
+        // mid-run.
+        let _idle_on_exit = RunGuard {
+            inner: Arc::clone(&self.inner),
+            signal: signal.clone(),
+        };
         let stream = match prompts {
             Some(prompts) => Ok(agent_loop(prompts, context, config, model, signal.clone())),
             None => agent_loop_continue(context, config, model, signal.clone()),
@@ -598,8 +604,21 @@ impl Agent {
                 self.state().error = Some(err.to_string());
             }
         }
+    }
+}
+
+/// Ends a run's bookkeeping when the run's future completes or is dropped.
+struct RunGuard {
+    inner: Arc<Inner>,
+    signal: CancellationToken,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        // A dropped run stops its tools too (they may hold clones of the signal).
+        self.signal.cancel();
         {
-            let mut state = self.state();
+            let mut state = lock(&self.inner.state);
             state.is_running = false;
             state.abort = None;
             state.streaming_message = None;

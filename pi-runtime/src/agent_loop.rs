@@ -138,6 +138,7 @@ fn start(
         signal,
         options,
         emitter: Emitter::new(Arc::clone(&shared)),
+        clock: tools::Clock::new(),
     };
     AgentStream::new(Box::pin(run.run(prompts)), shared)
 }

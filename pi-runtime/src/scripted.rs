@@ -231,10 +231,11 @@ impl Model for ScriptedModel {
             model: message.model.clone(),
             ..AssistantMessage::empty()
         };
-        let mut events = vec![AssistantEvent::Start { partial }];
-        if self.streaming == ScriptedStreaming::Deltas {
-            push_block_events(&message, &mut events);
+        if self.streaming == ScriptedStreaming::Whole {
+            return stream::iter([AssistantEvent::Start { partial }, final_event(message)]).boxed();
         }
+        let mut events = vec![AssistantEvent::Start { partial }];
+        push_block_events(&message, &mut events);
         events.push(final_event(message));
         stream::iter(events).boxed()
     }

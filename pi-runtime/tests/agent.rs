@@ -438,3 +438,22 @@ async fn a_panicking_listener_does_not_break_the_agent() {
     assert_eq!(roles(&agent), ["user", "assistant"]);
     assert!(!agent.is_running());
 }
+
+#[tokio::test]
+async fn dropping_a_prompt_mid_run_leaves_the_agent_idle() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let agent = Agent::new(gated_model(gate.clone(), vec![text("never")]));
+    let run = agent.prompt("go");
+    // The model never answers: give up after the run started.
+    let outcome = tokio::time::timeout(Duration::from_millis(20), run).await;
+    assert!(outcome.is_err());
+    assert!(!agent.is_running());
+    agent.wait_for_idle().await;
+    // The agent takes a new prompt.
+    gate.add_permits(1);
+    agent.prompt("again").await.unwrap();
+    assert_eq!(
+        agent.last_message().unwrap().as_assistant().unwrap().text(),
+        "never"
+    );
+}

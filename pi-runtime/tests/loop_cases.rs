@@ -871,3 +871,90 @@ async fn tool_errors_from_state_and_arguments_are_results() {
     assert!(text.contains("Missing"), "{text}");
     let _ = ToolError::new("unused");
 }
+
+/// A tool that aborts the run, then never finishes (it ignores the signal).
+fn stubborn(signal: CancellationToken) -> FnTool {
+    FnTool::value("stubborn", move |_, _| {
+        let signal = signal.clone();
+        async move {
+            signal.cancel();
+            std::future::pending::<()>().await;
+            Ok(ToolResult::text("never"))
+        }
+    })
+}
+
+#[tokio::test]
+async fn an_abort_stops_waiting_for_a_parallel_tool_that_ignores_it() {
+    let signal = CancellationToken::new();
+    let sleepy = FnTool::value("sleepy", |_, _| async {
+        tokio::task::yield_now().await;
+        std::future::pending::<()>().await;
+        Ok(ToolResult::text("never"))
+    });
+    let context = AgentContext::new("").with_tools([stubborn(signal.clone()).arc(), sleepy.arc()]);
+    let model = scripted(vec![
+        calls(vec![
+            call("t1", "sleepy", json!({"value": "a"})),
+            call("t2", "stubborn", json!({"value": "b"})),
+            call("t3", "echo", json!({"value": "c"})),
+        ]),
+        text("never"),
+    ]);
+    let context = context.with_tool(EchoTool);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        context,
+        AgentLoopConfig::new(),
+        model,
+        signal,
+    );
+    let events = collect(stream).await;
+    let results: Vec<(String, bool, String)> = results(&events)
+        .into_iter()
+        .map(|r| (r.tool_call_id.clone(), r.is_error, r.text()))
+        .collect();
+    assert_eq!(
+        results,
+        vec![
+            ("t1".into(), true, "Operation aborted".into()),
+            ("t2".into(), true, "Operation aborted".into()),
+            // Checked before it runs: the run was aborted by then.
+            ("t3".into(), true, "Operation aborted".into()),
+        ]
+    );
+    let last = new_messages(&events).last().cloned().unwrap();
+    assert_eq!(
+        last.as_assistant().unwrap().stop_reason,
+        StopReason::Aborted
+    );
+}
+
+#[tokio::test]
+async fn an_abort_stops_waiting_for_a_sequential_tool_that_ignores_it() {
+    let signal = CancellationToken::new();
+    let context =
+        AgentContext::new("").with_tool(stubborn(signal.clone()).mode(ExecutionMode::Sequential));
+    let model = scripted(vec![
+        calls(vec![
+            call("t1", "stubborn", json!({"value": "a"})),
+            call("t2", "stubborn", json!({"value": "b"})),
+        ]),
+        text("never"),
+    ]);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        context,
+        AgentLoopConfig::new(),
+        model,
+        signal,
+    );
+    let events = collect(stream).await;
+    assert_eq!(
+        ends(&events),
+        vec![
+            ("t1".into(), true, "Operation aborted".into()),
+            ("t2".into(), true, "Operation aborted".into())
+        ]
+    );
+}

@@ -95,6 +95,33 @@ impl Emitter {
     }
 }
 
+impl Emitter {
+    /// Queues several events under one lock (in chunks, pausing like [`emit`](Self::emit)).
+    pub(crate) async fn emit_all<I>(&self, events: I)
+    where
+        I: IntoIterator<Item = AgentEvent>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let mut events = events.into_iter();
+        while events.len() > 0 {
+            let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
+            let queued = {
+                let mut queue = self.shared.lock();
+                while queue.len() < yield_after {
+                    match events.next() {
+                        Some(event) => queue.push_back(event),
+                        None => break,
+                    }
+                }
+                queue.len()
+            };
+            if queued >= yield_after {
+                YieldToConsumer { yielded: false }.await;
+            }
+        }
+    }
+}
+
 /// Returns `Pending` once without waking: the stream that polled the loop finds the queued
 /// events, returns them, and polls the loop again on the consumer's next request.
 struct YieldToConsumer {

@@ -4,8 +4,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use futures_util::stream::BoxStream;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 
 /// The message of a panic payload (`&str` or `String`), or a placeholder.
 pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -26,19 +25,6 @@ where
 {
     let future = catch_unwind(AssertUnwindSafe(make)).map_err(|panic| panic_message(&*panic))?;
     AssertUnwindSafe(future)
-        .catch_unwind()
-        .await
-        .map_err(|panic| panic_message(&*panic))
-}
-
-/// Calls `make`; a panic becomes `Err(message)`.
-pub(crate) fn guarded_sync<T>(make: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(make)).map_err(|panic| panic_message(&*panic))
-}
-
-/// The next item of a model stream; a panic while polling becomes `Err(message)`.
-pub(crate) async fn guarded_next<T>(stream: &mut BoxStream<'_, T>) -> Result<Option<T>, String> {
-    AssertUnwindSafe(stream.next())
         .catch_unwind()
         .await
         .map_err(|panic| panic_message(&*panic))

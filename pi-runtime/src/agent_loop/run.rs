@@ -6,8 +6,10 @@ use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
 
 use super::context::ToolSet;
 use super::emitter::Emitter;
-use super::guard::{guarded, guarded_sync};
-use super::tools::{BatchEnv, execute_tool_calls};
+use futures_util::StreamExt;
+
+use super::guard::guarded;
+use super::tools::{BatchEnv, Clock, execute_tool_calls};
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, Message, StopReason};
@@ -29,6 +31,7 @@ pub(crate) struct Run {
     pub(crate) signal: CancellationToken,
     pub(crate) options: StreamOptions,
     pub(crate) emitter: Emitter,
+    pub(crate) clock: Clock,
 }
 
 impl Run {
@@ -114,6 +117,7 @@ impl Run {
                             state: &self.state,
                             emitter: &self.emitter,
                             transcript: &self.transcript,
+                            clock: &self.clock,
                         };
                         execute_tool_calls(&env, &assistant).await
                     };
@@ -262,16 +266,26 @@ impl Run {
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),
             tools: self.tools.specs(),
         };
-        let mut stream = guarded_sync(|| self.model.stream(context, options)).map_err(|panic| {
-            self.failed(StopReason::Error, format!("the model panicked: {panic}"))
-        })?;
+        // One panic guard around the whole response (not one per streamed event).
+        let streamed = guarded(|| self.stream_response(context, options, started)).await;
+        match streamed {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                Err(self.failed(StopReason::Error, format!("the model panicked: {panic}")))
+            }
+        }
+    }
+
+    /// Streams one response, emitting its start and updates; returns the final message.
+    async fn stream_response(
+        &self,
+        context: Context<'_>,
+        options: &StreamOptions,
+        started: &mut bool,
+    ) -> Result<AssistantMessage, AssistantMessage> {
+        let mut stream = self.model.stream(context, options);
         loop {
-            let next = super::guard::guarded_next(&mut stream)
-                .await
-                .map_err(|panic| {
-                    self.failed(StopReason::Error, format!("the model panicked: {panic}"))
-                })?;
-            match next {
+            match stream.next().await {
                 None => {
                     return Err(self.failed(
                         StopReason::Error,

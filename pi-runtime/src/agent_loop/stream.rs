@@ -51,6 +51,12 @@ impl AgentStream {
         self
     }
 
+    /// The next event, or `None` after `AgentEnd` (the same as `StreamExt::next`, without
+    /// importing a trait).
+    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+        self.next().await
+    }
+
     /// Runs to the end, ignoring the events, and returns the messages the run added (the
     /// payload of `AgentEnd`).
     pub async fn messages(mut self) -> Vec<Arc<Message>> {

@@ -2,12 +2,13 @@
 //! in sequence, `after_tool_call`, and the result messages.
 
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
 use pi_tool::{
     AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
@@ -42,6 +43,30 @@ pub(crate) struct BatchEnv<'a> {
     pub(crate) state: &'a StateMap,
     pub(crate) emitter: &'a Emitter,
     pub(crate) transcript: &'a [Arc<Message>],
+    pub(crate) clock: &'a Clock,
+}
+
+/// Wall-clock timestamps derived from the monotonic clock, so that a finished call reads the
+/// clock once for both its duration and its message's timestamp.
+pub(crate) struct Clock {
+    base: Instant,
+    base_ms: i64,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Clock {
+            base: Instant::now(),
+            base_ms: now_ms(),
+        }
+    }
+
+    /// Milliseconds since the Unix epoch at `instant`.
+    fn epoch_ms(&self, instant: Instant) -> i64 {
+        let elapsed = instant.saturating_duration_since(self.base).as_millis();
+        self.base_ms
+            .saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+    }
 }
 
 /// What a batch produced.
@@ -81,18 +106,11 @@ pub(crate) async fn execute_tool_calls(
     assistant: &Arc<Message>,
 ) -> BatchOutcome {
     let Some(message) = assistant.as_assistant() else {
-        return BatchOutcome {
-            results: Vec::new(),
-            terminate: false,
-            added_tool_names: Vec::new(),
-        };
+        return BatchOutcome::with_capacity(0);
     };
-    let calls: Vec<ToolCallRef> = message
-        .content
-        .iter()
-        .enumerate()
-        .filter_map(|(index, _)| ToolCallRef::new(Arc::clone(assistant), index))
-        .collect();
+    let count = message.tool_calls().count();
+    let calls = (0..message.content.len())
+        .filter_map(|index| ToolCallRef::new(Arc::clone(assistant), index));
     let truncated = message.stop_reason == StopReason::Length;
     let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
         || env.config.after_tool_call.is_some())
@@ -104,28 +122,34 @@ pub(crate) async fn execute_tool_calls(
     };
 
     let sequential = env.config.tool_execution == ToolExecution::Sequential
-        || calls.iter().any(|call| {
+        || message.tool_calls().any(|block| {
             env.tools
-                .get(call.name())
+                .get(&block.call.name)
                 .is_some_and(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
         });
-    let finished = if sequential {
-        batch.run_sequential(calls).await
+    let mut outcome = BatchOutcome::with_capacity(count);
+    if sequential {
+        batch.run_sequential(calls, &mut outcome).await;
     } else {
-        batch.run_parallel(calls).await
-    };
-
-    let terminate = !finished.is_empty() && finished.iter().all(|f| f.terminate);
-    let mut added_tool_names = Vec::new();
-    let mut results = Vec::with_capacity(finished.len());
-    for done in finished {
-        added_tool_names.extend(done.added_tool_names);
-        results.push(done.message);
+        batch.run_parallel(calls, count, &mut outcome).await;
     }
-    BatchOutcome {
-        results,
-        terminate,
-        added_tool_names,
+    outcome
+}
+
+impl BatchOutcome {
+    fn with_capacity(calls: usize) -> Self {
+        BatchOutcome {
+            results: Vec::with_capacity(calls),
+            terminate: calls > 0,
+            added_tool_names: Vec::new(),
+        }
+    }
+
+    /// Adds a finished call (in source order).
+    fn push(&mut self, done: Finished) {
+        self.terminate &= done.terminate;
+        self.added_tool_names.extend(done.added_tool_names);
+        self.results.push(done.message);
     }
 }
 
@@ -136,40 +160,60 @@ struct Batch<'a, 'b> {
 }
 
 impl Batch<'_, '_> {
-    async fn run_sequential(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
-        let mut finished = Vec::with_capacity(calls.len());
+    async fn run_sequential(
+        &self,
+        calls: impl Iterator<Item = ToolCallRef>,
+        outcome: &mut BatchOutcome,
+    ) {
         for call in calls {
             self.env
                 .emitter
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
             let started = Instant::now();
-            let done = match self.prepare(call.clone(), started).await {
-                Preparation::Immediate(result) => self.finish(&call, result, started).await,
+            let (done, end) = match self.prepare(call.clone(), started).await {
+                Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
                 Preparation::Ready(prepared) => {
-                    let (call, result, started) = self.execute(prepared).await;
-                    self.finish(&call, result, started).await
+                    let (call, result, started) = self.execute_until_aborted(prepared).await;
+                    self.finish_quietly(&call, result, started)
                 }
             };
-            self.emit_message(&done.message).await;
-            finished.push(done);
+            let [start, end_message] = message_events(&done.message);
+            self.env.emitter.emit_all([end, start, end_message]).await;
+            outcome.push(done);
         }
-        finished
     }
 
-    async fn run_parallel(&self, calls: Vec<ToolCallRef>) -> Vec<Finished> {
-        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(calls.len());
-        let mut ready = Vec::with_capacity(calls.len());
+    async fn run_parallel(
+        &self,
+        calls: impl Iterator<Item = ToolCallRef>,
+        count: usize,
+        outcome: &mut BatchOutcome,
+    ) {
+        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(count);
+        let mut ready = Vec::with_capacity(count);
+        // Without a `before_tool_call` hook, preparation runs no code that could observe the
+        // events, so they are queued in one go when it is over.
+        let buffer = self.env.config.before_tool_call.is_none();
+        let mut buffered = Vec::new();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            self.env
-                .emitter
-                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
-                .await;
+            let start = AgentEvent::ToolExecutionStart { call: call.clone() };
+            if buffer {
+                buffered.push(start);
+            } else {
+                self.env.emitter.emit(start).await;
+            }
             let started = Instant::now();
             match self.prepare(call.clone(), started).await {
                 Preparation::Immediate(result) => {
-                    slots.push(Some(self.finish(&call, result, started).await))
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    if buffer {
+                        buffered.push(end);
+                    } else {
+                        self.env.emitter.emit(end).await;
+                    }
+                    slots.push(Some(done));
                 }
                 Preparation::Ready(prepared) => {
                     ready.push((slots.len(), prepared));
@@ -180,51 +224,108 @@ impl Batch<'_, '_> {
 
         // Then the prepared calls run at once (up to `max_parallel`); each ends when it finishes.
         // Every call is polled once in source order before any end is emitted; a call that
-        // finishes on that first poll never needs a task of its own (most tools finish at once).
+        // finishes on that first poll never needs a task of its own (most tools finish at once),
+        // and its end waits until every call has started.
+        self.env.emitter.emit_all(buffered).await;
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
         let mut waiting = ready.into_iter();
-        let mut running = FuturesUnordered::new();
+        let mut running = None;
+        let mut running_count = 0;
+        // The calls still running after their first poll: what an abort needs to answer them.
+        let mut running_meta = Vec::new();
         let mut finished_first = Vec::new();
-        let start = |slot: usize, prepared: Prepared| {
-            Box::pin(async move { (slot, self.execute(prepared).await) })
-        };
-        while running.len() < limit {
+        let start =
+            |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
+        // Calls that finish on their first poll hand their box to the next call.
+        let mut spare = None;
+        while running_count < limit {
             let Some((slot, prepared)) = waiting.next() else {
                 break;
             };
-            let mut execution = start(slot, prepared);
+            let (call, started) = (prepared.call.clone(), prepared.started);
+            let mut execution = spare
+                .take()
+                .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
+            execution.set(OptionFuture::from(Some(start(slot, prepared))));
             match poll_once(execution.as_mut()).await {
-                Poll::Ready((slot, (call, result, started))) => {
+                Poll::Ready(Some((slot, (_, result, _)))) => {
                     let (done, end) = self.finish_quietly(&call, result, started);
                     slots[slot] = Some(done);
                     finished_first.push(end);
+                    execution.set(OptionFuture::from(None));
+                    spare = Some(execution);
                 }
-                Poll::Pending => running.push(execution),
+                Poll::Ready(None) => {}
+                Poll::Pending => {
+                    running
+                        .get_or_insert_with(FuturesUnordered::new)
+                        .push(execution);
+                    running_meta.push((slot, call, started));
+                    running_count += 1;
+                }
             }
         }
-        for end in finished_first {
-            self.env.emitter.emit(end).await;
+        drop(spare);
+        if running.is_none() {
+            // Everything finished on its first poll: the ends and the result messages go out
+            // together.
+            let mut events = finished_first;
+            events.reserve(slots.len() * 2);
+            for done in slots.into_iter().flatten() {
+                events.extend(message_events(&done.message));
+                outcome.push(done);
+            }
+            self.env.emitter.emit_all(events).await;
+            return;
         }
-        loop {
-            while running.len() < limit {
-                let Some((slot, prepared)) = waiting.next() else {
+        self.env.emitter.emit_all(finished_first).await;
+        if let Some(mut running) = running {
+            // After an abort the loop stops waiting: a tool that ignores the signal cannot hang
+            // the run (its call is answered `Operation aborted`).
+            let mut cancelled = pin!(self.env.signal.cancelled());
+            let mut aborted = false;
+            loop {
+                while running.len() < limit {
+                    let Some((slot, prepared)) = waiting.next() else {
+                        break;
+                    };
+                    running_meta.push((slot, prepared.call.clone(), prepared.started));
+                    running.push(Box::pin(OptionFuture::from(Some(start(slot, prepared)))));
+                }
+                let next = match select(running.next(), cancelled.as_mut()).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(((), _)) => {
+                        aborted = true;
+                        break;
+                    }
+                };
+                let Some(next) = next else {
                     break;
                 };
-                running.push(start(slot, prepared));
+                if let Some((slot, (call, result, started))) = next {
+                    slots[slot] = Some(self.finish(&call, result, started).await);
+                }
             }
-            let Some((slot, (call, result, started))) = running.next().await else {
-                break;
-            };
-            slots[slot] = Some(self.finish(&call, result, started).await);
+            if aborted {
+                drop(running);
+                let unstarted =
+                    waiting.map(|(slot, prepared)| (slot, prepared.call, prepared.started));
+                for (slot, call, started) in running_meta.into_iter().chain(unstarted) {
+                    if slots[slot].is_none() {
+                        let result = ToolResult::error(ABORTED);
+                        slots[slot] = Some(self.finish(&call, result, started).await);
+                    }
+                }
+            }
         }
 
         // Result messages go out in source order.
-        let mut finished = Vec::with_capacity(slots.len());
+        let mut events = Vec::with_capacity(slots.len() * 2);
         for done in slots.into_iter().flatten() {
-            self.emit_message(&done.message).await;
-            finished.push(done);
+            events.extend(message_events(&done.message));
+            outcome.push(done);
         }
-        finished
+        self.env.emitter.emit_all(events).await;
     }
 
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
@@ -285,6 +386,23 @@ impl Batch<'_, '_> {
             args,
             started,
         })
+    }
+
+    /// [`execute`](Self::execute), but an abort stops waiting for a call that is still running
+    /// (the call is answered `Operation aborted`).
+    async fn execute_until_aborted(
+        &self,
+        prepared: Prepared,
+    ) -> (ToolCallRef, ToolResult, Instant) {
+        let (call, started) = (prepared.call.clone(), prepared.started);
+        let mut execution = pin!(self.execute(prepared));
+        if let Poll::Ready(done) = poll_once(execution.as_mut()).await {
+            return done;
+        }
+        match select(execution, pin!(self.env.signal.cancelled())).await {
+            Either::Left((done, _)) => done,
+            Either::Right(((), _)) => (call, ToolResult::error(ABORTED), started),
+        }
     }
 
     /// Runs a prepared call and `after_tool_call`.
@@ -369,7 +487,9 @@ impl Batch<'_, '_> {
         result: ToolResult,
         started: Instant,
     ) -> (Finished, AgentEvent) {
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = Instant::now();
+        let duration_ms =
+            u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
         let ToolResult {
             content,
             details,
@@ -385,7 +505,7 @@ impl Batch<'_, '_> {
             details,
             is_error,
             duration_ms: Some(duration_ms),
-            timestamp: now_ms(),
+            timestamp: self.env.clock.epoch_ms(now),
         }));
         let end = AgentEvent::ToolExecutionEnd {
             call: call.clone(),
@@ -402,23 +522,21 @@ impl Batch<'_, '_> {
         };
         (done, end)
     }
-
-    async fn emit_message(&self, message: &Arc<Message>) {
-        let emitter = self.env.emitter;
-        emitter
-            .emit(AgentEvent::MessageStart {
-                message: Arc::clone(message),
-            })
-            .await;
-        emitter
-            .emit(AgentEvent::MessageEnd {
-                message: Arc::clone(message),
-            })
-            .await;
-    }
 }
 
 /// Polls a future once with the current task's context.
 async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
+}
+
+/// `MessageStart` and `MessageEnd` of a message.
+fn message_events(message: &Arc<Message>) -> [AgentEvent; 2] {
+    [
+        AgentEvent::MessageStart {
+            message: Arc::clone(message),
+        },
+        AgentEvent::MessageEnd {
+            message: Arc::clone(message),
+        },
+    ]
 }

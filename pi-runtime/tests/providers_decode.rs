@@ -545,3 +545,16 @@ fn arguments_that_are_not_json_reach_validation_as_text() {
         json!("{\"a\": oops}")
     );
 }
+
+#[test]
+fn a_body_that_is_not_an_event_stream_is_shown_in_the_error() {
+    let body = "<html><body>502 Bad Gateway</body></html>\n";
+    let events = decode(OpenAiCompletions::new("m").decoder(), &[body.as_bytes()]);
+    let Some(AssistantEvent::Error { error, .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("Unexpected response from the provider: <html><body>502 Bad Gateway</body></html>")
+    );
+}

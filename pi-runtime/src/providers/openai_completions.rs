@@ -58,7 +58,7 @@ impl Default for CompletionsCompat {
 /// // OpenAI itself (key from OPENAI_API_KEY at request time)...
 /// let gpt = OpenAiCompletions::new("gpt-4o-mini");
 /// // ...or any compatible server; a local one needs no key.
-/// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider("ollama");
+/// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider_name("ollama");
 /// assert_eq!((gpt.api(), local.provider()), ("openai-completions", "ollama"));
 /// ```
 #[derive(Clone, Debug)]

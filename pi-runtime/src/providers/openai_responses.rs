@@ -291,9 +291,12 @@ impl WireDecoder for ResponsesDecoder {
                 if let Some(index) = self.block(&data) {
                     let full = text("arguments");
                     // The final text normally extends what streamed; send the rest as a delta.
-                    if let Some(rest) = full.strip_prefix(out.tool_arguments(index)) {
-                        let rest = rest.to_owned();
-                        out.tool_delta(index, &rest);
+                    match full.strip_prefix(out.tool_arguments(index)) {
+                        Some(rest) => {
+                            let rest = rest.to_owned();
+                            out.tool_delta(index, &rest);
+                        }
+                        None => out.tool_set_arguments(index, full),
                     }
                 }
             }

@@ -93,7 +93,7 @@ macro_rules! settings_builder {
 
             /// Names the provider in messages (`openrouter`, `ollama`, ...); thinking and
             /// signatures are replayed only to the same provider, API and model.
-            pub fn provider(mut self, name: impl Into<String>) -> Self {
+            pub fn provider_name(mut self, name: impl Into<String>) -> Self {
                 self.settings.provider = name.into();
                 self
             }

@@ -158,6 +158,24 @@ fn responses_round_trip_replays_reasoning_and_item_ids() {
                {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,iVBORw0KGgo="}])
     );
     assert_eq!(body["store"], false);
+
+    // Reasoning without its encrypted content cannot be replayed, and then item ids point at
+    // nothing: both are left out.
+    let mut plain = assistant.clone();
+    if let AssistantContent::Thinking {
+        thinking_signature, ..
+    } = &mut plain.content[0]
+    {
+        *thinking_signature = Some(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#.into());
+    }
+    let messages = transcript(&plain);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(input[2]["type"], "message");
+    assert!(input[2].get("id").is_none());
+    assert_eq!(input[3]["type"], "function_call");
+    assert!(input[3].get("id").is_none());
+    assert_eq!(input[3]["call_id"], "call_w1");
 }
 
 #[test]

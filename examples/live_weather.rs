@@ -14,11 +14,11 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures_util::StreamExt;
 use pi_runtime::providers::from_env;
-use pi_runtime::{AssistantEvent, Context, Message, StreamOptions, ToolResultMessage};
-use pi_tool::{ToolCall, ToolRegistry, tool};
+use pi_runtime::{Agent, AgentEvent, AssistantEvent};
+use pi_tool::{ToolRegistry, tool};
 
 /// A temperature unit.
 #[derive(Clone, Copy, Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -67,8 +67,6 @@ pub async fn get_forecast(
         .join("\n")
 }
 
-const MAX_TURNS: usize = 6;
-
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -90,76 +88,64 @@ async fn main() {
         model.api()
     );
 
-    let registry = ToolRegistry::new()
+    let tools = ToolRegistry::new()
         .with(GetWeatherTool)
         .with(GetForecastTool);
-    let tools: Vec<_> = registry.specs().cloned().collect();
-    let mut transcript = vec![Arc::new(Message::user(question))];
-    let options = StreamOptions::default();
-    // A minimal loop: stream a response, run its tool calls, send the results, repeat.
-    // (pi-runtime's agent loop does this with hooks, parallelism and events.)
-    for _ in 0..MAX_TURNS {
-        let context = Context {
-            system_prompt: "You answer weather questions with the tools. Be brief.",
-            messages: &transcript,
-            tools: &tools,
-        };
-        let mut stream = model.stream(context, &options);
-        let mut finished = None;
-        let mut mid_line = false;
-        while let Some(event) = stream.next().await {
-            match event {
-                AssistantEvent::TextDelta { delta, .. } => {
-                    print!("{delta}");
-                    let _ = std::io::stdout().flush();
-                    mid_line = !delta.ends_with('\n');
-                }
-                AssistantEvent::ToolCallEnd { tool_call, .. } => {
-                    if std::mem::take(&mut mid_line) {
-                        println!();
-                    }
-                    println!(
-                        "[call] {}({})",
-                        tool_call.call.name, tool_call.call.arguments
-                    );
-                }
-                AssistantEvent::Done { message, .. } => finished = Some(message),
-                AssistantEvent::Error { error, .. } => {
-                    println!("\n[error] {}", error.error_message.unwrap_or_default());
-                    return;
-                }
-                _ => {}
+    let agent = Agent::new(Arc::from(model))
+        .with_system_prompt("You answer weather questions with the tools. Be brief.")
+        .with_tools(tools);
+    let mid_line = Arc::new(AtomicBool::new(false));
+    agent.subscribe(move |event, _signal| {
+        let mid_line = mid_line.clone();
+        async move { show(&event, &mid_line) }
+    });
+    if let Err(err) = agent.prompt(question).await {
+        println!("\n[error] {err}");
+        return;
+    }
+    match agent.error() {
+        Some(error) => println!("\n[error] {error}"),
+        None => println!(),
+    }
+}
+
+/// Prints text as it streams, and each tool call with its result.
+fn show(event: &AgentEvent, mid_line: &AtomicBool) {
+    let end_line = || {
+        if mid_line.swap(false, Ordering::Relaxed) {
+            println!();
+        }
+    };
+    match event {
+        AgentEvent::MessageUpdate { event } => {
+            if let AssistantEvent::TextDelta { delta, .. } = event.as_ref() {
+                print!("{delta}");
+                let _ = std::io::stdout().flush();
+                mid_line.store(!delta.ends_with('\n'), Ordering::Relaxed);
             }
         }
-        drop(stream);
-        let Some(message) = finished else { return };
-        let calls: Vec<ToolCall> = message
-            .tool_calls()
-            .map(|block| block.call.clone())
-            .collect();
-        let usage = message.usage.clone();
-        transcript.push(Arc::new(Message::Assistant(message)));
-        if calls.is_empty() {
-            println!(
-                "\n(tokens: {} in, {} out)",
-                usage.input + usage.cache_read,
-                usage.output
-            );
-            return;
+        AgentEvent::ToolExecutionStart { call } => {
+            end_line();
+            println!("[call] {}({})", call.name(), call.arguments());
         }
-        for call in calls {
-            let result = registry.run(&call).await;
-            println!("[result] {}", result.text_content().replace('\n', " | "));
-            transcript.push(Arc::new(Message::ToolResult(ToolResultMessage {
-                tool_call_id: call.id,
-                tool_name: call.name,
-                content: result.content,
-                details: result.details,
-                is_error: result.is_error,
-                duration_ms: None,
-                timestamp: pi_runtime::now_ms(),
-            })));
+        AgentEvent::ToolExecutionEnd { result, .. } => {
+            if let Some(result) = result.as_tool_result() {
+                println!("[result] {}", result.text().replace('\n', " | "));
+            }
         }
+        AgentEvent::MessageEnd { message } => {
+            if let Some(assistant) = message.as_assistant() {
+                end_line();
+                let usage = &assistant.usage;
+                if assistant.tool_calls().next().is_none() && assistant.error_message.is_none() {
+                    println!(
+                        "(tokens: {} in, {} out)",
+                        usage.input + usage.cache_read,
+                        usage.output
+                    );
+                }
+            }
+        }
+        _ => {}
     }
-    println!("\n(stopped after {MAX_TURNS} turns)");
 }

@@ -8,7 +8,9 @@
 //! - `partial_json_push`: the incremental scanner alone, fed the 10,000 deltas, then `finish`.
 //! - `whole_buffer_parse`: one `serde_json::from_str` of the complete 1 MB arguments.
 //! - `reparse_every_delta_100kb`: what pi does (parse the whole buffer after every delta), at a
-//!   tenth of the size (100 KB in 1,000 deltas), to show the quadratic cost.
+//!   tenth of the size (100 KB in 1,000 deltas), to show the quadratic cost; next to it the same
+//!   100 KB through `decode_openai_sse_100kb` and `partial_json_push_100kb` (a tenth of the
+//!   1 MB figures: linear).
 #![allow(missing_docs)]
 
 use std::hint::black_box;
@@ -64,6 +66,23 @@ fn sse_events(deltas: &[&str]) -> Vec<Vec<u8>> {
     events
 }
 
+/// Decodes a whole stream, one push per event; returns the event count and the number of calls.
+fn decode(model: &OpenAiCompletions, events: &[Vec<u8>]) -> (usize, usize) {
+    let mut decoder = model.decoder();
+    let mut count = 0;
+    let mut last = None;
+    for event in events {
+        let produced = decoder.push(black_box(event));
+        count += produced.len();
+        last = produced.into_iter().last().or(last);
+    }
+    last = decoder.finish().into_iter().last().or(last);
+    let Some(AssistantEvent::Done { message, .. }) = last else {
+        panic!("no Done: {last:?}")
+    };
+    black_box((count, message.tool_calls().count()))
+}
+
 fn bench(c: &mut Criterion) {
     let args = arguments(1 << 20);
     let deltas = split(&args, 10_000);
@@ -74,23 +93,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("tool_call_1mb_10k_deltas");
     group.throughput(Throughput::Bytes(args.len() as u64));
     group.sample_size(20);
-    group.bench_function("decode_openai_sse", |b| {
-        b.iter(|| {
-            let mut decoder = model.decoder();
-            let mut count = 0;
-            let mut last = None;
-            for event in &events {
-                let produced = decoder.push(black_box(event));
-                count += produced.len();
-                last = produced.into_iter().last().or(last);
-            }
-            last = decoder.finish().into_iter().last().or(last);
-            let Some(AssistantEvent::Done { message, .. }) = last else {
-                panic!("no Done: {last:?}")
-            };
-            black_box((count, message.tool_calls().count()))
-        })
-    });
+    group.bench_function("decode_openai_sse", |b| b.iter(|| decode(&model, &events)));
     group.bench_function("partial_json_push", |b| {
         b.iter(|| {
             let mut parser = PartialJson::new();
@@ -107,6 +110,7 @@ fn bench(c: &mut Criterion) {
 
     let small = arguments(100 << 10);
     let small_deltas = split(&small, 1_000);
+    let small_events = sse_events(&small_deltas);
     let mut group = c.benchmark_group("tool_call_100kb_1k_deltas");
     group.throughput(Throughput::Bytes(small.len() as u64));
     group.sample_size(10);
@@ -122,6 +126,9 @@ fn bench(c: &mut Criterion) {
             }
             black_box(last)
         })
+    });
+    group.bench_function("decode_openai_sse_100kb", |b| {
+        b.iter(|| decode(&model, &small_events))
     });
     group.bench_function("partial_json_push_100kb", |b| {
         b.iter(|| {

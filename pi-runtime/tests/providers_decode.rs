@@ -636,3 +636,12 @@ fn damaged_streams_end_with_one_done_or_error_and_never_panic() {
         }
     }
 }
+
+#[test]
+fn a_chunk_of_unexpected_shape_is_skipped() {
+    let body = "data: {\"choices\":{\"odd\":true}}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":[1]}}]}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"still here\"},\"finish_reason\":\"stop\"}]}\n\n";
+    let events = decode(OpenAiCompletions::new("m").decoder(), &[body.as_bytes()]);
+    assert_eq!(final_message(&events).text(), "still here");
+}

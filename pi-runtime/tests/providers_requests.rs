@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pi_runtime::providers::{
     AnthropicMessages, CompatibilityReport, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
-    ResponseDecoder, SchemaMode,
+    ResponseDecoder, SchemaMode, lower_schema,
 };
 use pi_runtime::{
     AssistantContent, AssistantEvent, AssistantMessage, Context, CustomMessage, Message,
@@ -29,6 +29,33 @@ async fn get_weather(
     days: Option<u8>,
 ) -> String {
     format!("{city}: {days:?}")
+}
+
+/// One step of a plan.
+#[derive(Debug, serde::Deserialize, pi_tool::schemars::JsonSchema)]
+#[schemars(crate = "pi_tool::schemars")]
+pub struct Step {
+    /// What to do.
+    pub action: String,
+    /// How often (default 1).
+    #[serde(default = "one")]
+    pub count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Make a plan.
+#[tool]
+async fn plan(
+    /// The steps, in order
+    steps: Vec<Step>,
+    /// Most steps to run (default: all)
+    #[serde(default)]
+    limit: u32,
+) -> String {
+    format!("{steps:?} limit={limit}")
 }
 
 /// Tag a document.
@@ -554,4 +581,32 @@ async fn a_null_for_an_optional_field_means_absent() {
         .await;
     assert!(!result.is_error, "{}", result.text_content());
     assert_eq!(result.text_content(), "Zürich: None");
+}
+
+#[tokio::test]
+async fn nested_and_defaulted_optionals_also_read_null_as_absent() {
+    let lowered = lower_schema(&PlanTool.spec().parameters, SchemaMode::OpenAiStrict);
+    assert!(lowered.qualifies(), "{:?}", lowered.problems);
+    let step = &lowered.schema["properties"]["steps"]["items"];
+    assert_eq!(step["required"], json!(["action", "count"]));
+    assert_eq!(
+        step["properties"]["count"]["type"],
+        json!(["integer", "null"])
+    );
+    assert!(
+        step["properties"]["count"].get("default").is_none(),
+        "strict mode rejects `default`"
+    );
+    assert_eq!(lowered.schema["required"], json!(["steps", "limit"]));
+
+    let call = ToolCall::new(
+        "c1",
+        "plan",
+        json!({"steps": [{"action": "boil", "count": null}], "limit": null}),
+    );
+    let result = ToolRegistry::new().with(PlanTool).run(&call).await;
+    assert_eq!(
+        result.text_content(),
+        r#"[Step { action: "boil", count: 1 }] limit=0"#
+    );
 }

@@ -231,7 +231,27 @@ fn anthropic_round_trip_merges_results_with_is_error() {
         blocks[2],
         json!({"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Zürich"}})
     );
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]),
+        "the system prompt and the last user message are cache breakpoints"
+    );
     let results = wire[2]["content"].as_array().unwrap();
+    assert_eq!(results[1]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(results[0].get("cache_control").is_none());
+    let uncached = model
+        .clone()
+        .prompt_caching(false)
+        .request_body(context(&messages), &StreamOptions::default());
+    assert_eq!(
+        uncached["system"],
+        json!([{"type": "text", "text": "Be brief."}])
+    );
+    assert!(
+        uncached["messages"][2]["content"][1]
+            .get("cache_control")
+            .is_none()
+    );
     assert_eq!(
         results[0],
         json!({"type": "tool_result", "tool_use_id": "toolu_01A", "content": "no such city", "is_error": true})
@@ -368,7 +388,7 @@ fn orphans_failures_custom_messages_and_images() {
                 {"type": "text", "text": "(image omitted: model does not support images)"}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "No result provided", "is_error": true}]},
-            {"role": "user", "content": [{"type": "text", "text": "never mind"}]}
+            {"role": "user", "content": [{"type": "text", "text": "never mind", "cache_control": {"type": "ephemeral"}}]}
         ])
     );
 }

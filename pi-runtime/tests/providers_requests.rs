@@ -630,3 +630,19 @@ async fn nested_and_defaulted_optionals_also_read_null_as_absent() {
         r#"[Step { action: "boil", count: 1 }] limit=0"#
     );
 }
+
+#[test]
+fn debug_output_hides_the_key() {
+    let model = AnthropicMessages::new("claude")
+        .api_key("sk-ant-secret")
+        .header("x-secret", "hunter2");
+    let shown = format!("{model:?}");
+    assert!(
+        shown.contains("claude") && shown.contains("<hidden>"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("sk-ant-secret") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+}

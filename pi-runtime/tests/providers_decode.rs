@@ -545,3 +545,103 @@ fn arguments_that_are_not_json_reach_validation_as_text() {
         json!("{\"a\": oops}")
     );
 }
+
+#[test]
+fn a_body_that_is_not_an_event_stream_is_shown_in_the_error() {
+    let body = "<html><body>502 Bad Gateway</body></html>\n";
+    let events = decode(OpenAiCompletions::new("m").decoder(), &[body.as_bytes()]);
+    let Some(AssistantEvent::Error { error, .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("Unexpected response from the provider: <html><body>502 Bad Gateway</body></html>")
+    );
+}
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn damaged_streams_end_with_one_done_or_error_and_never_panic() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for (name, fixture, make) in CASES {
+        for round in 0..300 {
+            let mut bytes = fixture.as_bytes().to_vec();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(bytes.len());
+                match rng.below(5) {
+                    0 => bytes.truncate(at),
+                    1 => {
+                        let last = bytes.len().saturating_sub(1);
+                        bytes[at.min(last)] = rng.below(256) as u8;
+                    }
+                    2 => bytes.insert(at, b"\"{}[]\\:,\n"[rng.below(9)]),
+                    3 => {
+                        let end = (at + rng.below(40)).min(bytes.len());
+                        bytes.drain(at..end);
+                    }
+                    _ => bytes
+                        .splice(
+                            at..at,
+                            b"\n\ndata: {\"type\":\"x\",\"index\":7}\n\n"
+                                .iter()
+                                .copied(),
+                        )
+                        .for_each(drop),
+                }
+                if bytes.is_empty() {
+                    break;
+                }
+            }
+            let mut decoder = make();
+            let mut events = Vec::new();
+            let mut rest = bytes.as_slice();
+            while !rest.is_empty() {
+                let (chunk, tail) = rest.split_at(1 + rng.below(rest.len().min(50)));
+                events.extend(decoder.push(chunk));
+                rest = tail;
+            }
+            events.extend(decoder.finish());
+            assert!(
+                matches!(events.first(), Some(AssistantEvent::Start { .. })),
+                "{name} #{round}"
+            );
+            let ends: Vec<usize> = events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| {
+                    matches!(
+                        e,
+                        AssistantEvent::Done { .. } | AssistantEvent::Error { .. }
+                    )
+                })
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(ends, [events.len() - 1], "{name} #{round}: one end, last");
+            assert!(decoder.is_finished());
+        }
+    }
+}
+
+#[test]
+fn a_chunk_of_unexpected_shape_is_skipped() {
+    let body = "data: {\"choices\":{\"odd\":true}}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":[1]}}]}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"still here\"},\"finish_reason\":\"stop\"}]}\n\n";
+    let events = decode(OpenAiCompletions::new("m").decoder(), &[body.as_bytes()]);
+    assert_eq!(final_message(&events).text(), "still here");
+}

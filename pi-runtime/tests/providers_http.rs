@@ -567,3 +567,106 @@ async fn the_per_request_key_and_headers_win() {
         (Some("a"), Some("b"))
     );
 }
+
+/// Get the weather for a city.
+#[pi_tool::tool]
+async fn get_weather(
+    /// City name
+    city: String,
+    /// Days of forecast (default 1)
+    days: Option<u8>,
+) -> String {
+    format!("{city}: sunny for {} day(s)", days.unwrap_or(1))
+}
+
+#[tokio::test]
+async fn the_agent_runs_tools_through_a_real_provider() {
+    let answer = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny in Zürich.\"}}]}\n\n\
+        data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let server = Server::start(vec![
+        Reply::stream(COMPLETIONS_TOOLS, 9),
+        Reply::stream(answer, 9),
+    ])
+    .await;
+    let model = OpenAiCompletions::new("gpt-4o-mini").base_url(&server.url);
+    let tools = pi_tool::ToolRegistry::new().with(GetWeatherTool);
+    let agent = pi_runtime::Agent::new(Arc::new(model))
+        .with_system_prompt("Be brief.")
+        .with_tools(tools);
+    agent.prompt("Weather in Zürich?").await.unwrap();
+    assert_eq!(agent.error(), None);
+
+    let roles: Vec<&str> = agent.messages().iter().map(|m| m.role()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    );
+    let messages = agent.messages();
+    let weather = messages[2].as_tool_result().unwrap();
+    assert_eq!(
+        (weather.is_error, weather.text().as_str()),
+        (false, "Zürich: sunny for 1 day(s)"),
+        "null days = absent"
+    );
+    let unknown = messages[3].as_tool_result().unwrap();
+    assert!(
+        unknown.is_error && unknown.text().starts_with("Tool get_time not found"),
+        "{}",
+        unknown.text()
+    );
+    assert_eq!(
+        messages[4].as_assistant().unwrap().text(),
+        "Sunny in Zürich."
+    );
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let tools = &seen[0].body["tools"][0]["function"];
+    assert_eq!(
+        (tools["name"].as_str(), tools["strict"].as_bool()),
+        (Some("get_weather"), Some(true))
+    );
+    let second: Vec<&str> = seen[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(second, ["system", "user", "assistant", "tool", "tool"]);
+    assert_eq!(
+        seen[1].body["messages"][3]["content"],
+        "Zürich: sunny for 1 day(s)"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_overloaded_is_retried() {
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let server = Server::start(vec![
+        Reply::status(529, overloaded),
+        Reply::stream(ANTHROPIC_TOOLS, 50),
+    ])
+    .await;
+    let model = AnthropicMessages::new("claude")
+        .base_url(&server.url)
+        .api_key("k")
+        .retry_delay(Duration::from_millis(5));
+    let message = done(&run(&model, &StreamOptions::default()).await).clone();
+    assert_eq!(message.tool_calls().count(), 2);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn google_errors_arrive_as_an_array() {
+    let body = r#"[{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}]"#;
+    let server = Server::start(vec![Reply::status(400, body)]).await;
+    let model = GoogleGenerativeAi::new("gemini-2.5-flash")
+        .base_url(&server.url)
+        .api_key("bad");
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("400 Bad Request: API key not valid. Please pass a valid API key.")
+    );
+}

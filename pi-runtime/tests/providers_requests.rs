@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pi_runtime::providers::{
     AnthropicMessages, CompatibilityReport, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
-    ResponseDecoder, SchemaMode,
+    ResponseDecoder, SchemaMode, lower_schema,
 };
 use pi_runtime::{
     AssistantContent, AssistantEvent, AssistantMessage, Context, CustomMessage, Message,
@@ -29,6 +29,33 @@ async fn get_weather(
     days: Option<u8>,
 ) -> String {
     format!("{city}: {days:?}")
+}
+
+/// One step of a plan.
+#[derive(Debug, serde::Deserialize, pi_tool::schemars::JsonSchema)]
+#[schemars(crate = "pi_tool::schemars")]
+pub struct Step {
+    /// What to do.
+    pub action: String,
+    /// How often (default 1).
+    #[serde(default = "one")]
+    pub count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Make a plan.
+#[tool]
+async fn plan(
+    /// The steps, in order
+    steps: Vec<Step>,
+    /// Most steps to run (default: all)
+    #[serde(default)]
+    limit: u32,
+) -> String {
+    format!("{steps:?} limit={limit}")
 }
 
 /// Tag a document.
@@ -158,6 +185,24 @@ fn responses_round_trip_replays_reasoning_and_item_ids() {
                {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,iVBORw0KGgo="}])
     );
     assert_eq!(body["store"], false);
+
+    // Reasoning without its encrypted content cannot be replayed, and then item ids point at
+    // nothing: both are left out.
+    let mut plain = assistant.clone();
+    if let AssistantContent::Thinking {
+        thinking_signature, ..
+    } = &mut plain.content[0]
+    {
+        *thinking_signature = Some(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#.into());
+    }
+    let messages = transcript(&plain);
+    let body = model.request_body(context(&messages), &StreamOptions::default());
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(input[2]["type"], "message");
+    assert!(input[2].get("id").is_none());
+    assert_eq!(input[3]["type"], "function_call");
+    assert!(input[3].get("id").is_none());
+    assert_eq!(input[3]["call_id"], "call_w1");
 }
 
 #[test]
@@ -186,7 +231,27 @@ fn anthropic_round_trip_merges_results_with_is_error() {
         blocks[2],
         json!({"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Zürich"}})
     );
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]),
+        "the system prompt and the last user message are cache breakpoints"
+    );
     let results = wire[2]["content"].as_array().unwrap();
+    assert_eq!(results[1]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(results[0].get("cache_control").is_none());
+    let uncached = model
+        .clone()
+        .prompt_caching(false)
+        .request_body(context(&messages), &StreamOptions::default());
+    assert_eq!(
+        uncached["system"],
+        json!([{"type": "text", "text": "Be brief."}])
+    );
+    assert!(
+        uncached["messages"][2]["content"][1]
+            .get("cache_control")
+            .is_none()
+    );
     assert_eq!(
         results[0],
         json!({"type": "tool_result", "tool_use_id": "toolu_01A", "content": "no such city", "is_error": true})
@@ -323,7 +388,7 @@ fn orphans_failures_custom_messages_and_images() {
                 {"type": "text", "text": "(image omitted: model does not support images)"}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "No result provided", "is_error": true}]},
-            {"role": "user", "content": [{"type": "text", "text": "never mind"}]}
+            {"role": "user", "content": [{"type": "text", "text": "never mind", "cache_control": {"type": "ephemeral"}}]}
         ])
     );
 }
@@ -536,4 +601,48 @@ async fn a_null_for_an_optional_field_means_absent() {
         .await;
     assert!(!result.is_error, "{}", result.text_content());
     assert_eq!(result.text_content(), "Zürich: None");
+}
+
+#[tokio::test]
+async fn nested_and_defaulted_optionals_also_read_null_as_absent() {
+    let lowered = lower_schema(&PlanTool.spec().parameters, SchemaMode::OpenAiStrict);
+    assert!(lowered.qualifies(), "{:?}", lowered.problems);
+    let step = &lowered.schema["properties"]["steps"]["items"];
+    assert_eq!(step["required"], json!(["action", "count"]));
+    assert_eq!(
+        step["properties"]["count"]["type"],
+        json!(["integer", "null"])
+    );
+    assert!(
+        step["properties"]["count"].get("default").is_none(),
+        "strict mode rejects `default`"
+    );
+    assert_eq!(lowered.schema["required"], json!(["steps", "limit"]));
+
+    let call = ToolCall::new(
+        "c1",
+        "plan",
+        json!({"steps": [{"action": "boil", "count": null}], "limit": null}),
+    );
+    let result = ToolRegistry::new().with(PlanTool).run(&call).await;
+    assert_eq!(
+        result.text_content(),
+        r#"[Step { action: "boil", count: 1 }] limit=0"#
+    );
+}
+
+#[test]
+fn debug_output_hides_the_key() {
+    let model = AnthropicMessages::new("claude")
+        .api_key("sk-ant-secret")
+        .header("x-secret", "hunter2");
+    let shown = format!("{model:?}");
+    assert!(
+        shown.contains("claude") && shown.contains("<hidden>"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("sk-ant-secret") && !shown.contains("hunter2"),
+        "{shown}"
+    );
 }

@@ -33,6 +33,7 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 #[derive(Clone, Debug)]
 pub struct AnthropicMessages {
     pub(crate) settings: Settings,
+    prompt_caching: bool,
     #[cfg(feature = "http")]
     client: super::http::LazyClient,
 }
@@ -52,9 +53,17 @@ impl AnthropicMessages {
                 ANTHROPIC_URL,
                 &["ANTHROPIC_API_KEY"],
             ),
+            prompt_caching: true,
             #[cfg(feature = "http")]
             client: Default::default(),
         }
+    }
+
+    /// Whether the system prompt and the last user message are marked for prompt caching
+    /// (`cache_control: ephemeral`, as pi does; default true). Cached input costs a tenth.
+    pub fn prompt_caching(mut self, enabled: bool) -> Self {
+        self.prompt_caching = enabled;
+        self
     }
 
     /// The JSON body this model would send for a context: for tests and debugging.
@@ -116,6 +125,9 @@ impl AnthropicMessages {
         if !results.is_empty() {
             messages.push(json!({"role": "user", "content": results}));
         }
+        if self.prompt_caching {
+            mark_last_user_block(&mut messages);
+        }
         let mut max_tokens = options
             .max_tokens
             .or(self.settings.max_tokens)
@@ -129,10 +141,11 @@ impl AnthropicMessages {
         body.insert("max_tokens".into(), json!(max_tokens));
         body.insert("stream".into(), json!(true));
         if !context.system_prompt.is_empty() {
-            body.insert(
-                "system".into(),
-                json!([{"type": "text", "text": context.system_prompt}]),
-            );
+            let mut system = json!({"type": "text", "text": context.system_prompt});
+            if self.prompt_caching {
+                system["cache_control"] = json!({"type": "ephemeral"});
+            }
+            body.insert("system".into(), json!([system]));
         }
         body.insert("messages".into(), Value::Array(messages));
         match budget {
@@ -163,6 +176,17 @@ impl AnthropicMessages {
 
     fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(AnthropicDecoder::default())
+    }
+}
+
+/// Puts a cache breakpoint on the last block of the last user message, so the next request
+/// reads the whole conversation so far from the cache.
+fn mark_last_user_block(messages: &mut [Value]) {
+    let last_user = messages.iter_mut().rev().find(|m| m["role"] == "user");
+    if let Some(Value::Array(blocks)) = last_user.and_then(|m| m.get_mut("content"))
+        && let Some(Value::Object(block)) = blocks.last_mut()
+    {
+        block.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
 }
 

@@ -243,6 +243,14 @@ impl Assembler {
         }
     }
 
+    /// Replaces the argument text of the call at `index` (a provider's final text that does not
+    /// extend what streamed), without a delta event.
+    pub(crate) fn tool_set_arguments(&mut self, index: usize, arguments: &str) {
+        if let Some(state) = self.blocks.get_mut(index) {
+            arguments.clone_into(&mut state.arguments);
+        }
+    }
+
     /// The argument text streamed so far for the call at `index`.
     pub(crate) fn tool_arguments(&self, index: usize) -> &str {
         self.blocks.get(index).map_or("", |b| b.arguments.as_str())

@@ -44,7 +44,12 @@ pub struct ResponseDecoder {
     sse: SseDecoder,
     wire: Box<dyn WireDecoder>,
     out: Assembler,
+    /// The start of the body while no event has arrived: shown when the body is not a stream.
+    head: Option<Vec<u8>>,
 }
+
+/// How much of a body that is not an event stream is kept for the error message.
+const HEAD_LIMIT: usize = 500;
 
 impl std::fmt::Debug for ResponseDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,13 +65,19 @@ impl ResponseDecoder {
             sse: SseDecoder::new(),
             wire,
             out: Assembler::new(api, provider, model),
+            head: Some(Vec::new()),
         }
     }
 
     /// Feeds body bytes (any split); returns the events they complete. The first call also
     /// returns `Start`.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<AssistantEvent> {
+        if let Some(head) = &mut self.head {
+            let room = HEAD_LIMIT.saturating_sub(head.len());
+            head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
         for event in self.sse.push(bytes) {
+            self.head = None;
             if self.out.is_finished() {
                 break;
             }
@@ -78,16 +89,31 @@ impl ResponseDecoder {
     /// The body ended: returns the remaining events, ending with `Done` or `Error` (a stream
     /// cut before the provider said it was complete is an `Error`).
     pub fn finish(&mut self) -> Vec<AssistantEvent> {
-        if let Some(event) = self.sse.finish()
-            && !self.out.is_finished()
-        {
-            self.wire.event(&event, &mut self.out);
+        if let Some(event) = self.sse.finish() {
+            self.head = None;
+            if !self.out.is_finished() {
+                self.wire.event(&event, &mut self.out);
+            }
         }
         if !self.out.is_finished() {
             self.wire.end(&mut self.out);
         }
         if !self.out.is_finished() {
-            self.out.fail(StopReason::Error, STREAM_CUT);
+            match self
+                .head
+                .take()
+                .filter(|head| !head.iter().all(u8::is_ascii_whitespace))
+            {
+                // Not an event stream at all (a proxy's error page, a JSON error with status 200).
+                Some(head) => {
+                    let text = String::from_utf8_lossy(&head);
+                    self.out.fail(
+                        StopReason::Error,
+                        format!("Unexpected response from the provider: {}", text.trim()),
+                    );
+                }
+                None => self.out.fail(StopReason::Error, STREAM_CUT),
+            }
         }
         self.out.take_events()
     }

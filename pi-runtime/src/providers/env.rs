@@ -149,7 +149,7 @@ impl Selection {
         use super::{AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses};
         match self.api {
             "openai-completions" => {
-                let mut model = OpenAiCompletions::new(self.model).provider(self.provider);
+                let mut model = OpenAiCompletions::new(self.model).provider_name(self.provider);
                 if let Some(url) = self.base_url {
                     model = model.base_url(url);
                 }

@@ -171,6 +171,8 @@ impl Exchange<'_> {
             .get(self.settings)
             .map_err(|message| (StopReason::Error, message))?;
         let signal = self.options.signal.clone();
+        let body = serde_json::to_vec(&request.body)
+            .map_err(|err| (StopReason::Error, err.to_string()))?;
         let mut attempt = 0u32;
         loop {
             let mut builder = client
@@ -184,9 +186,10 @@ impl Exchange<'_> {
             {
                 builder = builder.header(name.as_str(), value.as_str());
             }
-            let body = serde_json::to_vec(&request.body)
-                .map_err(|err| (StopReason::Error, err.to_string()))?;
-            let send = tokio::time::timeout(self.settings.idle_timeout, builder.body(body).send());
+            let send = tokio::time::timeout(
+                self.settings.idle_timeout,
+                builder.body(body.clone()).send(),
+            );
             let outcome = tokio::select! {
                 () = signal.cancelled() => return Err((StopReason::Aborted, ABORTED.to_owned())),
                 outcome = send => outcome,

@@ -1,9 +1,11 @@
 //! OpenAI Chat Completions (`/chat/completions`), the API every OpenAI-compatible server speaks
 //! (Ollama, vLLM, llama.cpp, OpenRouter, ...).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use pi_tool::{Content, ToolSpec, Usage};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::assemble::Assembler;
@@ -58,7 +60,7 @@ impl Default for CompletionsCompat {
 /// // OpenAI itself (key from OPENAI_API_KEY at request time)...
 /// let gpt = OpenAiCompletions::new("gpt-4o-mini");
 /// // ...or any compatible server; a local one needs no key.
-/// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider("ollama");
+/// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider_name("ollama");
 /// assert_eq!((gpt.api(), local.provider()), ("openai-completions", "ollama"));
 /// ```
 #[derive(Clone, Debug)]
@@ -291,11 +293,18 @@ fn images_message(images: Vec<Value>) -> Value {
     json!({"role": "user", "content": parts})
 }
 
+/// What identifies a streamed call: its `index`, or its id when a server sends no index.
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum CallKey {
+    Index(u64),
+    Id(String),
+}
+
 /// Decodes `chat.completion.chunk` events.
 #[derive(Debug, Default)]
 struct CompletionsDecoder {
-    /// Tool-call key (`index`, or the id when a server sends no index) to content index.
-    calls: HashMap<String, usize>,
+    /// Tool-call key to content index.
+    calls: HashMap<CallKey, usize>,
     finish_reason: Option<String>,
 }
 
@@ -313,77 +322,148 @@ impl CompletionsDecoder {
     }
 }
 
+/// One `chat.completion.chunk`, read without building a JSON tree (this runs once per delta).
+/// Fields whose type varies between servers are kept as `Value`.
+#[derive(Debug, Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta<'a> {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<Value>,
+    #[serde(default)]
+    reasoning: Option<Value>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+impl CompletionsDecoder {
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Assembler) {
+        if let Some(error) = &chunk.error {
+            let wrapped = serde_json::json!({ "error": error });
+            out.fail(
+                StopReason::Error,
+                error_message(&wrapped).unwrap_or_default(),
+            );
+            return;
+        }
+        if let Some(id) = chunk.id.as_deref()
+            && out.message().response_id.is_none()
+        {
+            out.set_response_id(id);
+        }
+        if let Some(usage) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            out.set_usage(completions_usage(usage));
+        }
+        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else {
+            return;
+        };
+        if let Some(delta) = choice.delta {
+            for thinking in [&delta.reasoning_content, &delta.reasoning] {
+                if let Some(text) = thinking.as_ref().and_then(Value::as_str) {
+                    out.append_thinking(text);
+                }
+            }
+            if let Some(text) = delta.content.as_ref().and_then(Value::as_str) {
+                out.append_text(text);
+            }
+            for call in delta.tool_calls.unwrap_or_default() {
+                self.call(call, out);
+            }
+        }
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
+        }
+    }
+
+    fn call(&mut self, call: CallDelta<'_>, out: &mut Assembler) {
+        let id = call.id.as_deref().unwrap_or_default();
+        let function = call.function;
+        let name = function
+            .as_ref()
+            .and_then(|f| f.name.as_deref())
+            .unwrap_or_default();
+        let key = match call.index {
+            Some(index) => CallKey::Index(index),
+            None => CallKey::Id(id.to_owned()),
+        };
+        let index = match self.calls.get(&key) {
+            Some(&index) => {
+                out.tool_fill(index, id, name);
+                index
+            }
+            None => {
+                out.close_prose();
+                let index = out.tool_start(id, name);
+                self.calls.insert(key, index);
+                index
+            }
+        };
+        // Some servers (Ollama's native shape) send arguments as an object.
+        match function.and_then(|f| f.arguments) {
+            Some(Value::String(fragment)) => out.tool_delta(index, &fragment),
+            Some(object @ Value::Object(_)) => out.tool_delta(index, &object.to_string()),
+            _ => {}
+        }
+    }
+}
+
 impl WireDecoder for CompletionsDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Assembler) {
         if event.data.trim() == "[DONE]" {
             self.complete(out);
             return;
         }
-        let Some(chunk) = parse_json(event, out) else {
-            return;
-        };
-        if let Some(message) = error_message(&chunk) {
-            out.fail(StopReason::Error, message);
-            return;
-        }
-        if let Some(id) = chunk.get("id").and_then(Value::as_str)
-            && out.message().response_id.is_none()
-        {
-            out.set_response_id(id);
-        }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            out.set_usage(completions_usage(usage));
-        }
-        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
-            return;
-        };
-        if let Some(delta) = choice.get("delta") {
-            for field in ["reasoning_content", "reasoning"] {
-                if let Some(text) = delta.get(field).and_then(Value::as_str) {
-                    out.append_thinking(text);
+        match serde_json::from_str::<Chunk<'_>>(&event.data) {
+            Ok(chunk) => self.chunk(chunk, out),
+            Err(err) => {
+                // Not JSON, or JSON of another shape: an error object is reported, anything
+                // else is skipped.
+                let Some(value) = parse_json(event, out) else {
+                    return;
+                };
+                match error_message(&value) {
+                    Some(message) => out.fail(StopReason::Error, message),
+                    None => tracing::debug!(%err, "skipping a chunk of unexpected shape"),
                 }
             }
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                out.append_text(text);
-            }
-            for call in delta
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-            {
-                let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                let function = call.get("function");
-                let name = function
-                    .and_then(|f| f.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let key = match call.get("index").and_then(Value::as_u64) {
-                    Some(index) => index.to_string(),
-                    None => id.to_owned(),
-                };
-                let index = match self.calls.get(&key) {
-                    Some(&index) => {
-                        out.tool_fill(index, id, name);
-                        index
-                    }
-                    None => {
-                        out.close_prose();
-                        let index = out.tool_start(id, name);
-                        self.calls.insert(key, index);
-                        index
-                    }
-                };
-                // Some servers (Ollama's native shape) send arguments as an object.
-                match function.and_then(|f| f.get("arguments")) {
-                    Some(Value::String(fragment)) => out.tool_delta(index, fragment),
-                    Some(object @ Value::Object(_)) => out.tool_delta(index, &object.to_string()),
-                    _ => {}
-                }
-            }
-        }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_owned());
         }
     }
 

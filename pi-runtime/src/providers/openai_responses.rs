@@ -164,17 +164,32 @@ fn input_part(content: &Content) -> Value {
     }
 }
 
+/// The reasoning items of a message that can be replayed: with `store: false` only items that
+/// carry their `encrypted_content` mean anything to the API.
+fn replayable_reasoning(message: &AssistantMessage) -> Vec<Value> {
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            // The signature is the reasoning item itself, as the model sent it.
+            AssistantContent::Thinking {
+                thinking_signature: Some(signature),
+                ..
+            } => serde_json::from_str::<Value>(signature).ok(),
+            _ => None,
+        })
+        .filter(|item| item.get("encrypted_content").is_some_and(Value::is_string))
+        .collect()
+}
+
 fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
+    let mut reasoning = replayable_reasoning(message).into_iter();
+    // Item ids tie outputs to their reasoning; without it they would point at nothing.
+    let with_ids = reasoning.len() > 0;
     for block in &message.content {
         match block {
-            AssistantContent::Thinking {
-                thinking_signature, ..
-            } => {
-                // The signature is the reasoning item itself, as the model sent it.
-                if let Some(item) = thinking_signature
-                    .as_deref()
-                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                {
+            AssistantContent::Thinking { .. } => {
+                if let Some(item) = reasoning.next() {
                     input.push(item);
                 }
             }
@@ -187,7 +202,7 @@ fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
                 }
                 let mut item = json!({"type": "message", "role": "assistant",
                     "content": [{"type": "output_text", "text": text, "annotations": []}], "status": "completed"});
-                if let Some(id) = text_signature {
+                if let (true, Some(id)) = (with_ids, text_signature) {
                     item["id"] = json!(id);
                 }
                 input.push(item);
@@ -195,7 +210,7 @@ fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
             AssistantContent::ToolCall(block) => {
                 let mut item = json!({"type": "function_call", "call_id": call_id(&block.call.id),
                     "name": block.call.name, "arguments": arguments_text(&block.call.arguments)});
-                if let Some((_, item_id)) = block.call.id.split_once('|') {
+                if let (true, Some((_, item_id))) = (with_ids, block.call.id.split_once('|')) {
                     item["id"] = json!(item_id);
                 }
                 input.push(item);
@@ -291,9 +306,12 @@ impl WireDecoder for ResponsesDecoder {
                 if let Some(index) = self.block(&data) {
                     let full = text("arguments");
                     // The final text normally extends what streamed; send the rest as a delta.
-                    if let Some(rest) = full.strip_prefix(out.tool_arguments(index)) {
-                        let rest = rest.to_owned();
-                        out.tool_delta(index, &rest);
+                    match full.strip_prefix(out.tool_arguments(index)) {
+                        Some(rest) => {
+                            let rest = rest.to_owned();
+                            out.tool_delta(index, &rest);
+                        }
+                        None => out.tool_set_arguments(index, full),
                     }
                 }
             }

@@ -102,12 +102,25 @@ impl PartialJson {
         if self.broken_at.is_some() {
             return;
         }
-        for index in start..self.buffer.len() {
+        let mut index = start;
+        while index < self.buffer.len() {
+            // Inside a string only a quote or a backslash matters: skip to the next one.
+            if let Token::Str {
+                escape_at: None, ..
+            } = self.token
+            {
+                let rest = &self.buffer.as_bytes()[index..];
+                match rest.iter().position(|&b| b == b'"' || b == b'\\') {
+                    Some(offset) => index += offset,
+                    None => return,
+                }
+            }
             let byte = self.buffer.as_bytes()[index];
             if !self.step(index, byte) {
                 self.broken_at = Some(index);
                 return;
             }
+            index += 1;
         }
     }
 
@@ -449,6 +462,33 @@ mod tests {
         let mut parser = PartialJson::new();
         parser.push("{\"text\": \"line1\nline2 \\d\"}");
         assert_eq!(parser.finish(), json!({"text": "line1\nline2 \\d"}));
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics_and_valid_json_parses_exactly() {
+        let alphabet: Vec<char> = "{}[]\":,\\ u0a1tfnrule.-eé\n".chars().collect();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..5000 {
+            let len = next(40);
+            let text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
+            let mut parser = PartialJson::new();
+            for (index, c) in text.char_indices() {
+                parser.push(&text[index..index + c.len_utf8()]);
+                if index % 3 == 0 {
+                    let _ = parser.partial();
+                }
+            }
+            let _ = parser.partial();
+            if let Ok(expected) = serde_json::from_str::<Value>(&text) {
+                assert_eq!(parser.finish(), expected, "{text:?}");
+            }
+        }
     }
 
     #[test]

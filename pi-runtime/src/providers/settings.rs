@@ -16,7 +16,7 @@ pub(crate) const RETRY_DELAY: Duration = Duration::from_millis(1000);
 pub(crate) const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 /// The configuration shared by every provider.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) model: String,
     pub(crate) provider: String,
@@ -31,6 +31,27 @@ pub(crate) struct Settings {
     pub(crate) headers: BTreeMap<String, String>,
     pub(crate) images: bool,
     pub(crate) max_tokens: Option<u32>,
+}
+
+/// Like the derived `Debug`, with the key and header values hidden (a logged model must not
+/// leak credentials).
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("model", &self.model)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<hidden>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_delay", &self.retry_delay)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("images", &self.images)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
 }
 
 impl Settings {
@@ -93,7 +114,7 @@ macro_rules! settings_builder {
 
             /// Names the provider in messages (`openrouter`, `ollama`, ...); thinking and
             /// signatures are replayed only to the same provider, API and model.
-            pub fn provider(mut self, name: impl Into<String>) -> Self {
+            pub fn provider_name(mut self, name: impl Into<String>) -> Self {
                 self.settings.provider = name.into();
                 self
             }

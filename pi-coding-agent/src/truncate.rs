@@ -188,9 +188,15 @@ mod tests {
     #[test]
     fn head_keeps_whole_lines_within_both_limits() {
         let t = truncate_head("a\nb\nc", 2, 100);
-        assert_eq!((t.content.as_str(), t.truncated_by, t.output_lines), ("a\nb", Some(TruncatedBy::Lines), 2));
+        assert_eq!(
+            (t.content.as_str(), t.truncated_by, t.output_lines),
+            ("a\nb", Some(TruncatedBy::Lines), 2)
+        );
         let t = truncate_head("aaaa\nbbbb\ncccc", 10, 9);
-        assert_eq!((t.content.as_str(), t.truncated_by), ("aaaa\nbbbb", Some(TruncatedBy::Bytes)));
+        assert_eq!(
+            (t.content.as_str(), t.truncated_by),
+            ("aaaa\nbbbb", Some(TruncatedBy::Bytes))
+        );
         let t = truncate_head("aaaaaaaaaa\nb", 10, 5);
         assert!(t.first_line_exceeds_limit && t.content.is_empty());
         let t = truncate_head("a\n", 10, 10);
@@ -210,7 +216,10 @@ mod tests {
         assert_eq!(format_size(1023), "1023B");
         assert_eq!(format_size(50 * 1024), "50.0KB");
         assert_eq!(format_size(3 * 1024 * 1024 / 2), "1.5MB");
-        assert_eq!(truncate_line("héllo", 2), ("hé... [truncated]".to_owned(), true));
+        assert_eq!(
+            truncate_line("héllo", 2),
+            ("hé... [truncated]".to_owned(), true)
+        );
         assert_eq!(truncate_line("hé", 2), ("hé".to_owned(), false));
     }
 }

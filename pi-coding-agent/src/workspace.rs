@@ -47,7 +47,11 @@ impl Workspace {
         let cwd = if cwd.is_absolute() {
             normalize(&cwd)
         } else {
-            normalize(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(cwd))
+            normalize(
+                &std::env::current_dir()
+                    .unwrap_or_else(|_| PathBuf::from("/"))
+                    .join(cwd),
+            )
         };
         Workspace {
             cwd,
@@ -152,7 +156,10 @@ impl Workspace {
 
     fn lexical(&self, path: &str) -> PathBuf {
         let path = path.strip_prefix('@').unwrap_or(path);
-        let path: String = path.chars().map(|c| if is_unicode_space(c) { ' ' } else { c }).collect();
+        let path: String = path
+            .chars()
+            .map(|c| if is_unicode_space(c) { ' ' } else { c })
+            .collect();
         let home = || std::env::var_os("HOME").map(PathBuf::from);
         let expanded = if path == "~" {
             home().unwrap_or_else(|| PathBuf::from(&path))
@@ -167,7 +174,8 @@ impl Workspace {
     fn check_confined(&self, resolved: &Path) -> Result<(), ToolError> {
         let root = std::fs::canonicalize(&self.cwd)
             .map_err(|err| ToolError::new(fs_error::describe(&err, "realpath", &self.cwd)))?;
-        let real = real_location(resolved, 0).map_err(|err| ToolError::new(fs_error::describe(&err, "realpath", resolved)))?;
+        let real = real_location(resolved, 0)
+            .map_err(|err| ToolError::new(fs_error::describe(&err, "realpath", resolved)))?;
         if real.starts_with(&root) {
             Ok(())
         } else {
@@ -187,7 +195,10 @@ impl Workspace {
 }
 
 fn is_unicode_space(c: char) -> bool {
-    matches!(c, '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+    matches!(
+        c,
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
 }
 
 /// Removes `.` and resolves `..` without touching the filesystem (like Node's `path.resolve`).
@@ -216,7 +227,9 @@ fn real_location(path: &Path, hops: u32) -> io::Result<PathBuf> {
                 && meta.file_type().is_symlink()
             {
                 if hops >= MAX_SYMLINK_HOPS {
-                    return Err(io::Error::from_raw_os_error(nix::errno::Errno::ELOOP as i32));
+                    return Err(io::Error::from_raw_os_error(
+                        nix::errno::Errno::ELOOP as i32,
+                    ));
                 }
                 let target = std::fs::read_link(path)?;
                 let base = match parent {
@@ -243,7 +256,10 @@ struct MutationQueue {
 impl MutationQueue {
     async fn lock(&self, key: PathBuf) -> OwnedMutexGuard<()> {
         let lock = {
-            let mut locks = self.locks.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut locks = self
+                .locks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             locks.retain(|_, lock| lock.strong_count() > 0);
             match locks.get(&key).and_then(Weak::upgrade) {
                 Some(lock) => lock,
@@ -267,7 +283,10 @@ mod tests {
         let ws = Workspace::new("/p/q");
         assert_eq!(ws.resolve("@a/../b.txt").unwrap(), Path::new("/p/q/b.txt"));
         assert_eq!(ws.resolve("/abs/x").unwrap(), Path::new("/abs/x"));
-        assert_eq!(ws.resolve("my\u{00A0}file").unwrap(), Path::new("/p/q/my file"));
+        assert_eq!(
+            ws.resolve("my\u{00A0}file").unwrap(),
+            Path::new("/p/q/my file")
+        );
         assert_eq!(ws.resolve_or_cwd(None).unwrap(), Path::new("/p/q"));
     }
 }

@@ -63,7 +63,10 @@ pub async fn bash(
             .map_err(|err| ToolError::new(format!("Failed to start {}: {err}", shell.display())))?
         // `cmd` drops here, closing our copies of the pipe's write end.
     };
-    let pid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     ctx.update(ToolResult::new(Vec::new(), Value::Null));
@@ -137,15 +140,24 @@ pub async fn bash(
             "Command timed out after {} seconds",
             format_seconds(timeout.unwrap_or_default())
         )),
-        Outcome::Exited(Some(code)) if code != 0 => Some(format!("Command exited with code {code}")),
+        Outcome::Exited(Some(code)) if code != 0 => {
+            Some(format!("Command exited with code {code}"))
+        }
         Outcome::Exited(_) => None,
     };
     match status {
         Some(status) if text.is_empty() => Err(ToolError::new(status)),
         Some(status) => Err(ToolError::new(format!("{text}\n\n{status}"))),
         None => {
-            let text = if text.is_empty() { "(no output)".to_owned() } else { text };
-            Ok(ToolResult::new(vec![Content::text(text)], snapshot.details()))
+            let text = if text.is_empty() {
+                "(no output)".to_owned()
+            } else {
+                text
+            };
+            Ok(ToolResult::new(
+                vec![Content::text(text)],
+                snapshot.details(),
+            ))
         }
     }
 }
@@ -153,7 +165,10 @@ pub async fn bash(
 fn send_update(ctx: &ToolContext, output: &OutputTail) {
     let snapshot = output.snapshot();
     let text = snapshot.truncation.content.clone();
-    ctx.update(ToolResult::new(vec![Content::text(text)], snapshot.details()));
+    ctx.update(ToolResult::new(
+        vec![Content::text(text)],
+        snapshot.details(),
+    ));
 }
 
 /// Sleeps until `deadline`, or forever when there is none (the branch is disabled then anyway).

@@ -22,17 +22,35 @@ impl Part<'_> {
 /// The diff text and the first changed line (in the new file), as pi's edit tool reports them.
 pub(crate) fn line_numbered_diff(old: &str, new: &str) -> (String, Option<usize>) {
     let diff = TextDiff::from_lines(old, new);
-    let old_lines: Vec<&str> = diff.old_slices().iter().map(|l| l.trim_end_matches('\n')).collect();
-    let new_lines: Vec<&str> = diff.new_slices().iter().map(|l| l.trim_end_matches('\n')).collect();
+    let old_lines: Vec<&str> = diff
+        .old_slices()
+        .iter()
+        .map(|l| l.trim_end_matches('\n'))
+        .collect();
+    let new_lines: Vec<&str> = diff
+        .new_slices()
+        .iter()
+        .map(|l| l.trim_end_matches('\n'))
+        .collect();
     let mut parts = Vec::new();
     for op in diff.ops() {
         match *op {
-            DiffOp::Equal { old_index, len, .. } => parts.push(Part::Same(old_lines[old_index..old_index + len].to_vec())),
-            DiffOp::Delete { old_index, old_len, .. } => {
-                parts.push(Part::Removed(old_lines[old_index..old_index + old_len].to_vec()));
+            DiffOp::Equal { old_index, len, .. } => {
+                parts.push(Part::Same(old_lines[old_index..old_index + len].to_vec()))
             }
-            DiffOp::Insert { new_index, new_len, .. } => {
-                parts.push(Part::Added(new_lines[new_index..new_index + new_len].to_vec()));
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => {
+                parts.push(Part::Removed(
+                    old_lines[old_index..old_index + old_len].to_vec(),
+                ));
+            }
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => {
+                parts.push(Part::Added(
+                    new_lines[new_index..new_index + new_len].to_vec(),
+                ));
             }
             DiffOp::Replace {
                 old_index,
@@ -40,13 +58,22 @@ pub(crate) fn line_numbered_diff(old: &str, new: &str) -> (String, Option<usize>
                 new_index,
                 new_len,
             } => {
-                parts.push(Part::Removed(old_lines[old_index..old_index + old_len].to_vec()));
-                parts.push(Part::Added(new_lines[new_index..new_index + new_len].to_vec()));
+                parts.push(Part::Removed(
+                    old_lines[old_index..old_index + old_len].to_vec(),
+                ));
+                parts.push(Part::Added(
+                    new_lines[new_index..new_index + new_len].to_vec(),
+                ));
             }
         }
     }
 
-    let width = old.split('\n').count().max(new.split('\n').count()).to_string().len();
+    let width = old
+        .split('\n')
+        .count()
+        .max(new.split('\n').count())
+        .to_string()
+        .len();
     let skipped = format!(" {} ...", " ".repeat(width));
     let mut out: Vec<String> = Vec::new();
     let (mut old_no, mut new_no) = (1usize, 1usize);
@@ -117,7 +144,13 @@ pub(crate) fn line_numbered_diff(old: &str, new: &str) -> (String, Option<usize>
 }
 
 /// An unchanged line, numbered in the old file; both counters advance.
-fn push_context(out: &mut Vec<String>, line: &str, width: usize, old_no: &mut usize, new_no: &mut usize) {
+fn push_context(
+    out: &mut Vec<String>,
+    line: &str,
+    width: usize,
+    old_no: &mut usize,
+    new_no: &mut usize,
+) {
     out.push(format!(" {old_no:>width$} {line}"));
     *old_no += 1;
     *new_no += 1;

@@ -46,12 +46,23 @@ pub async fn edit(
         return Err(aborted());
     }
     let cannot_edit = |err: std::io::Error| {
-        ToolError::new(format!("Could not edit file: {path}. Error code: {}.", fs_error::code(&err)))
+        ToolError::new(format!(
+            "Could not edit file: {path}. Error code: {}.",
+            fs_error::code(&err)
+        ))
     };
-    tokio::fs::OpenOptions::new().read(true).write(true).open(&absolute).await.map_err(cannot_edit)?;
+    tokio::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&absolute)
+        .await
+        .map_err(cannot_edit)?;
     let bytes = tokio::fs::read(&absolute).await.map_err(cannot_edit)?;
-    let raw = String::from_utf8(bytes)
-        .map_err(|_| ToolError::new(format!("Could not edit file: {path}. It is not UTF-8 text.")))?;
+    let raw = String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(format!(
+            "Could not edit file: {path}. It is not UTF-8 text."
+        ))
+    })?;
     let (bom, content) = match raw.strip_prefix('\u{FEFF}') {
         Some(rest) => ("\u{FEFF}", rest),
         None => ("", raw.as_str()),
@@ -59,7 +70,11 @@ pub async fn edit(
     let crlf = uses_crlf(content);
     let normalized = to_lf(content);
     let (base, updated) = apply_edits(&normalized, &edits, &path)?;
-    let restored = if crlf { updated.replace('\n', "\r\n") } else { updated.clone() };
+    let restored = if crlf {
+        updated.replace('\n', "\r\n")
+    } else {
+        updated.clone()
+    };
     if ctx.is_aborted() {
         return Err(aborted());
     }
@@ -79,13 +94,17 @@ pub async fn edit(
 /// pi's `prepareArguments` for `edit`: a stringified `edits` array is parsed, and the legacy
 /// top-level `oldText`/`newText` pair becomes one more entry of `edits`.
 fn prepare_edit_arguments(mut args: Value) -> Result<Value, ToolError> {
-    let Value::Object(map) = &mut args else { return Ok(args) };
+    let Value::Object(map) = &mut args else {
+        return Ok(args);
+    };
     if let Some(Value::String(text)) = map.get("edits")
         && let Ok(parsed @ Value::Array(_)) = serde_json::from_str::<Value>(text)
     {
         map.insert("edits".into(), parsed);
     }
-    if let (Some(Value::String(_)), Some(Value::String(_))) = (map.get("oldText"), map.get("newText")) {
+    if let (Some(Value::String(_)), Some(Value::String(_))) =
+        (map.get("oldText"), map.get("newText"))
+    {
         let old_text = map.remove("oldText").unwrap_or_default();
         let new_text = map.remove("newText").unwrap_or_default();
         let legacy = json!({ "oldText": old_text, "newText": new_text });
@@ -144,14 +163,23 @@ fn find(content: &str, old_text: &str) -> Option<(usize, usize, bool)> {
         return Some((position, old_text.len(), false));
     }
     let fuzzy_old = fuzzy(old_text);
-    fuzzy(content).find(&fuzzy_old).map(|position| (position, fuzzy_old.len(), true))
+    fuzzy(content)
+        .find(&fuzzy_old)
+        .map(|position| (position, fuzzy_old.len(), true))
 }
 
 /// pi's `applyEditsToNormalizedContent`: returns the content the edits were matched against and
 /// the edited content.
-fn apply_edits(content: &str, edits: &[Replacement], path: &str) -> Result<(String, String), ToolError> {
+fn apply_edits(
+    content: &str,
+    edits: &[Replacement],
+    path: &str,
+) -> Result<(String, String), ToolError> {
     let many = edits.len() > 1;
-    let edits: Vec<(String, String)> = edits.iter().map(|e| (to_lf(&e.old_text), to_lf(&e.new_text))).collect();
+    let edits: Vec<(String, String)> = edits
+        .iter()
+        .map(|e| (to_lf(&e.old_text), to_lf(&e.new_text)))
+        .collect();
     for (i, (old, _)) in edits.iter().enumerate() {
         if old.is_empty() {
             return Err(ToolError::new(if many {
@@ -161,8 +189,14 @@ fn apply_edits(content: &str, edits: &[Replacement], path: &str) -> Result<(Stri
             }));
         }
     }
-    let any_fuzzy = edits.iter().any(|(old, _)| matches!(find(content, old), Some((_, _, true))));
-    let base = if any_fuzzy { fuzzy(content) } else { content.to_owned() };
+    let any_fuzzy = edits
+        .iter()
+        .any(|(old, _)| matches!(find(content, old), Some((_, _, true))));
+    let base = if any_fuzzy {
+        fuzzy(content)
+    } else {
+        content.to_owned()
+    };
     let fuzzy_base = fuzzy(&base);
     let mut matches = Vec::with_capacity(edits.len());
     for (i, (old, new)) in edits.iter().enumerate() {
@@ -240,7 +274,12 @@ mod tests {
 
     #[test]
     fn fuzzy_fallback_normalizes_the_whole_file() {
-        let (base, out) = apply_edits("say \u{201C}hi\u{201D}  \nkeep\u{2014}this  \n", &[r("say \"hi\"", "say 'yo'")], "f").unwrap();
+        let (base, out) = apply_edits(
+            "say \u{201C}hi\u{201D}  \nkeep\u{2014}this  \n",
+            &[r("say \"hi\"", "say 'yo'")],
+            "f",
+        )
+        .unwrap();
         assert_eq!(base, "say \"hi\"\nkeep-this\n");
         assert_eq!(out, "say 'yo'\nkeep-this\n");
     }
@@ -254,9 +293,16 @@ mod tests {
 
     #[test]
     fn legacy_arguments_are_folded_into_edits() {
-        let out = prepare_edit_arguments(json!({"path": "p", "oldText": "a", "newText": "b"})).unwrap();
-        assert_eq!(out, json!({"path": "p", "edits": [{"oldText": "a", "newText": "b"}]}));
-        let out = prepare_edit_arguments(json!({"path": "p", "edits": "[{\"oldText\":\"a\",\"newText\":\"b\"}]"})).unwrap();
+        let out =
+            prepare_edit_arguments(json!({"path": "p", "oldText": "a", "newText": "b"})).unwrap();
+        assert_eq!(
+            out,
+            json!({"path": "p", "edits": [{"oldText": "a", "newText": "b"}]})
+        );
+        let out = prepare_edit_arguments(
+            json!({"path": "p", "edits": "[{\"oldText\":\"a\",\"newText\":\"b\"}]"}),
+        )
+        .unwrap();
         assert_eq!(out["edits"][0]["newText"], "b");
         let out = prepare_edit_arguments(json!({"path": "p", "edits": "not json"})).unwrap();
         assert_eq!(out["edits"], "not json");

@@ -30,7 +30,10 @@ pub async fn find(
     }
     let root = workspace.resolve_or_cwd(path.as_deref())?;
     if !root.exists() {
-        return Err(ToolError::new(format!("Path not found: {}", root.display())));
+        return Err(ToolError::new(format!(
+            "Path not found: {}",
+            root.display()
+        )));
     }
     let limit = usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
     let (glob, full_path) = glob_for(&pattern)?;
@@ -56,7 +59,11 @@ pub async fn find(
         details.insert("truncation".into(), json!(truncation));
     }
     let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() { Value::Null } else { Value::Object(details) };
+    let details = if details.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(details)
+    };
     Ok(ToolResult::new(vec![Content::text(text)], details))
 }
 
@@ -64,7 +71,9 @@ pub async fn find(
 /// otherwise the file name. `*` never crosses `/`.
 fn glob_for(pattern: &str) -> Result<(GlobMatcher, bool), ToolError> {
     let full_path = pattern.contains('/');
-    let pattern = if full_path && !(pattern.starts_with('/') || pattern.starts_with("**/") || pattern == "**") {
+    let pattern = if full_path
+        && !(pattern.starts_with('/') || pattern.starts_with("**/") || pattern == "**")
+    {
         format!("**/{pattern}")
     } else {
         pattern.to_owned()

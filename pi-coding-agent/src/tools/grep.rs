@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 use crate::Workspace;
 use crate::tools::{aborted, relative_posix, walker, with_notices};
-use crate::truncate::{DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line,
+};
 
 /// Matches returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 100;
@@ -42,7 +44,10 @@ pub async fn grep(
     }
     let root = workspace.resolve_or_cwd(path.as_deref())?;
     if !root.exists() {
-        return Err(ToolError::new(format!("Path not found: {}", root.display())));
+        return Err(ToolError::new(format!(
+            "Path not found: {}",
+            root.display()
+        )));
     }
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case.unwrap_or(false))
@@ -86,7 +91,11 @@ pub async fn grep(
         details.insert("linesTruncated".into(), json!(true));
     }
     let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() { Value::Null } else { Value::Object(details) };
+    let details = if details.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(details)
+    };
     Ok(ToolResult::new(vec![Content::text(text)], details))
 }
 
@@ -123,8 +132,14 @@ impl Search {
         let mut walk = walker(&self.root);
         if let Some(glob) = &self.glob {
             let mut overrides = OverrideBuilder::new(&self.root);
-            overrides.add(glob).map_err(|err| ToolError::new(err.to_string()))?;
-            walk.overrides(overrides.build().map_err(|err| ToolError::new(err.to_string()))?);
+            overrides
+                .add(glob)
+                .map_err(|err| ToolError::new(err.to_string()))?;
+            walk.overrides(
+                overrides
+                    .build()
+                    .map_err(|err| ToolError::new(err.to_string()))?,
+            );
         }
         for entry in walk.build() {
             if self.signal.is_cancelled() {
@@ -145,7 +160,11 @@ impl Search {
                 remaining: self.limit - matches,
                 binary: false,
             };
-            if searcher.search_path(&self.matcher, entry.path(), &mut sink).is_err() || sink.binary {
+            if searcher
+                .search_path(&self.matcher, entry.path(), &mut sink)
+                .is_err()
+                || sink.binary
+            {
                 continue;
             }
             matches += sink.numbers.len();
@@ -162,16 +181,27 @@ impl Search {
     }
 
     /// pi's `formatBlock`: the match line, with `context` lines around it read from the file.
-    fn format_block(&self, shown: &str, number: usize, text: &str, file: Option<&Option<Vec<String>>>, found: &mut Found) {
+    fn format_block(
+        &self,
+        shown: &str,
+        number: usize,
+        text: &str,
+        file: Option<&Option<Vec<String>>>,
+        found: &mut Found,
+    ) {
         let push = |current: usize, line: &str, is_match: bool, found: &mut Found| {
             let (line, cut) = truncate_line(&line.replace('\r', ""), GREP_MAX_LINE_LENGTH);
             found.lines_truncated |= cut;
             let separator = if is_match { ':' } else { '-' };
-            found.lines.push(format!("{shown}{separator}{current}{separator} {line}"));
+            found
+                .lines
+                .push(format!("{shown}{separator}{current}{separator} {line}"));
         };
         match file {
             None => push(number, text, true, found),
-            Some(None) => found.lines.push(format!("{shown}:{number}: (unable to read file)")),
+            Some(None) => found
+                .lines
+                .push(format!("{shown}:{number}: (unable to read file)")),
             Some(Some(lines)) => {
                 let start = number.saturating_sub(self.context).max(1);
                 let end = (number + self.context).min(lines.len());
@@ -186,7 +216,12 @@ impl Search {
 
 fn read_lines(path: &Path) -> Option<Vec<String>> {
     let bytes = std::fs::read(path).ok()?;
-    Some(String::from_utf8_lossy(&bytes).split('\n').map(str::to_owned).collect())
+    Some(
+        String::from_utf8_lossy(&bytes)
+            .split('\n')
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 /// Collects matching line numbers and texts, up to `remaining`; notes binary files.
@@ -200,7 +235,11 @@ struct MatchLines {
 impl Sink for MatchLines {
     type Error = std::io::Error;
 
-    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+    fn matched(
+        &mut self,
+        _searcher: &Searcher,
+        mat: &SinkMatch<'_>,
+    ) -> Result<bool, std::io::Error> {
         let first = usize::try_from(mat.line_number().unwrap_or(1)).unwrap_or(usize::MAX);
         for (offset, line) in mat.lines().enumerate() {
             if self.numbers.len() >= self.remaining {
@@ -208,7 +247,8 @@ impl Sink for MatchLines {
             }
             let text = String::from_utf8_lossy(line);
             self.numbers.push(first + offset);
-            self.texts.push(text.trim_end_matches(['\n', '\r']).to_owned());
+            self.texts
+                .push(text.trim_end_matches(['\n', '\r']).to_owned());
         }
         Ok(self.numbers.len() < self.remaining)
     }

@@ -52,7 +52,10 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
     };
     let decoded = image::load_from_memory_with_format(bytes, format).ok()?;
     let (width, height) = (decoded.width(), decoded.height());
-    if width <= MAX_DIMENSION && height <= MAX_DIMENSION && base64_len(bytes.len()) <= MAX_BASE64_BYTES {
+    if width <= MAX_DIMENSION
+        && height <= MAX_DIMENSION
+        && base64_len(bytes.len()) <= MAX_BASE64_BYTES
+    {
         return Some(PreparedImage {
             data: STANDARD.encode(bytes),
             mime_type,
@@ -91,13 +94,19 @@ fn fit(width: u32, height: u32, max: u32) -> (u32, u32) {
 
 fn encode_within_budget(image: &DynamicImage) -> Option<(Vec<u8>, &'static str)> {
     let mut png = Vec::new();
-    if image.write_to(&mut Cursor::new(&mut png), ImageFormat::Png).is_ok() && base64_len(png.len()) <= MAX_BASE64_BYTES {
+    if image
+        .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
+        .is_ok()
+        && base64_len(png.len()) <= MAX_BASE64_BYTES
+    {
         return Some((png, "image/png"));
     }
     let rgb = DynamicImage::ImageRgb8(image.to_rgb8());
     for quality in JPEG_QUALITIES {
         let mut jpeg = Vec::new();
-        if rgb.write_with_encoder(JpegEncoder::new_with_quality(&mut jpeg, quality)).is_ok()
+        if rgb
+            .write_with_encoder(JpegEncoder::new_with_quality(&mut jpeg, quality))
+            .is_ok()
             && base64_len(jpeg.len()) <= MAX_BASE64_BYTES
         {
             return Some((jpeg, "image/jpeg"));

@@ -29,7 +29,10 @@ pub async fn ls(
         .await
         .map_err(|_| ToolError::new(format!("Path not found: {}", dir.display())))?;
     if !metadata.is_dir() {
-        return Err(ToolError::new(format!("Not a directory: {}", dir.display())));
+        return Err(ToolError::new(format!(
+            "Not a directory: {}",
+            dir.display()
+        )));
     }
     let mut names = Vec::new();
     let mut reader = tokio::fs::read_dir(&dir)
@@ -42,7 +45,11 @@ pub async fn ls(
     {
         names.push(entry.file_name().to_string_lossy().into_owned());
     }
-    names.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
+    names.sort_by(|a, b| {
+        a.to_lowercase()
+            .cmp(&b.to_lowercase())
+            .then_with(|| a.cmp(b))
+    });
 
     let mut entries = Vec::new();
     let mut limit_reached = false;
@@ -55,8 +62,14 @@ pub async fn ls(
             return Err(aborted());
         }
         // Follows symlinks; an entry that cannot be stat'ed (a dangling link, a loop) is skipped.
-        let Ok(meta) = tokio::fs::metadata(dir.join(name)).await else { continue };
-        entries.push(if meta.is_dir() { format!("{name}/") } else { name.clone() });
+        let Ok(meta) = tokio::fs::metadata(dir.join(name)).await else {
+            continue;
+        };
+        entries.push(if meta.is_dir() {
+            format!("{name}/")
+        } else {
+            name.clone()
+        });
     }
     if entries.is_empty() {
         return Ok(ToolResult::text("(empty directory)"));
@@ -65,7 +78,10 @@ pub async fn ls(
     let mut notices = Vec::new();
     let mut details = Map::new();
     if limit_reached {
-        notices.push(format!("{limit} entries limit reached. Use limit={} for more", limit.saturating_mul(2)));
+        notices.push(format!(
+            "{limit} entries limit reached. Use limit={} for more",
+            limit.saturating_mul(2)
+        ));
         details.insert("entryLimitReached".into(), json!(limit));
     }
     if truncation.truncated {
@@ -73,6 +89,10 @@ pub async fn ls(
         details.insert("truncation".into(), json!(truncation));
     }
     let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() { Value::Null } else { Value::Object(details) };
+    let details = if details.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(details)
+    };
     Ok(ToolResult::new(vec![Content::text(text)], details))
 }

@@ -58,7 +58,8 @@ impl OutputTail {
             None => self.bytes_since_newline += chunk.len(),
         }
         self.tail.extend_from_slice(chunk);
-        let over_limits = self.total_bytes > DEFAULT_MAX_BYTES || self.newlines + 1 > DEFAULT_MAX_LINES;
+        let over_limits =
+            self.total_bytes > DEFAULT_MAX_BYTES || self.newlines + 1 > DEFAULT_MAX_LINES;
         if over_limits && self.log.is_none() && self.log_error.is_none() {
             self.open_log().await;
         } else if let Some((_, file)) = &mut self.log
@@ -76,7 +77,9 @@ impl OutputTail {
     /// Creates the log file and writes all output so far (still whole in memory: nothing is
     /// trimmed before the log exists).
     async fn open_log(&mut self) {
-        let path = self.temp_dir.join(format!("pi-bash-{:016x}.log", fastrand::u64(..)));
+        let path = self
+            .temp_dir
+            .join(format!("pi-bash-{:016x}.log", fastrand::u64(..)));
         let opened = async {
             let mut file = tokio::fs::File::create(&path).await?;
             file.write_all(&self.tail).await?;
@@ -108,7 +111,9 @@ impl OutputTail {
         let mut truncation = truncate_tail(visible, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
         if self.trimmed {
             truncation.truncated = true;
-            truncation.truncated_by.get_or_insert(crate::truncate::TruncatedBy::Bytes);
+            truncation
+                .truncated_by
+                .get_or_insert(crate::truncate::TruncatedBy::Bytes);
         }
         truncation.total_lines = self.newlines + 1;
         truncation.total_bytes = self.total_bytes;
@@ -160,11 +165,21 @@ impl Snapshot {
     pub(crate) fn details(&self) -> Value {
         let mut details = Map::new();
         if self.truncation.truncated {
-            details.insert("truncation".into(), serde_json::to_value(&self.truncation).unwrap_or(Value::Null));
+            details.insert(
+                "truncation".into(),
+                serde_json::to_value(&self.truncation).unwrap_or(Value::Null),
+            );
         }
         if let Some(path) = &self.full_output_path {
-            details.insert("fullOutputPath".into(), Value::String(path.display().to_string()));
+            details.insert(
+                "fullOutputPath".into(),
+                Value::String(path.display().to_string()),
+            );
         }
-        if details.is_empty() { Value::Null } else { Value::Object(details) }
+        if details.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(details)
+        }
     }
 }

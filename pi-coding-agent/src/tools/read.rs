@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 
 use crate::fs_error;
 use crate::tools::image::{self, PreparedImage};
-use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head,
+};
 use crate::{Workspace, tools::aborted};
 
 /// How many bytes decide whether a file is binary (and which image type it is).
@@ -31,7 +33,9 @@ pub async fn read(
         .await
         .map_err(|err| ToolError::new(fs_error::describe(&err, "access", &absolute)))?;
     if metadata.is_dir() {
-        return Err(ToolError::new("EISDIR: illegal operation on a directory, read"));
+        return Err(ToolError::new(
+            "EISDIR: illegal operation on a directory, read",
+        ));
     }
     let bytes = tokio::select! {
         bytes = tokio::fs::read(&absolute) => bytes.map_err(|err| ToolError::new(fs_error::describe(&err, "open", &absolute)))?,
@@ -55,7 +59,12 @@ pub async fn read(
 }
 
 /// pi's text path: select lines, truncate from the head, add the notice that says how to go on.
-fn read_text(text: &str, path: &str, offset: Option<i64>, limit: Option<i64>) -> Result<ToolResult, ToolError> {
+fn read_text(
+    text: &str,
+    path: &str,
+    offset: Option<i64>,
+    limit: Option<i64>,
+) -> Result<ToolResult, ToolError> {
     let lines: Vec<&str> = text.split('\n').collect();
     let total = lines.len();
     let start = match offset {
@@ -64,12 +73,20 @@ fn read_text(text: &str, path: &str, offset: Option<i64>, limit: Option<i64>) ->
     };
     if start >= total {
         let shown = offset.map_or_else(|| "0".to_owned(), |o| o.to_string());
-        return Err(ToolError::new(format!("Offset {shown} is beyond end of file ({total} lines total)")));
+        return Err(ToolError::new(format!(
+            "Offset {shown} is beyond end of file ({total} lines total)"
+        )));
     }
     let (selected, user_limited) = match limit {
-        Some(limit) if limit < 1 => return Err(ToolError::new(format!("limit must be at least 1 (got {limit})"))),
+        Some(limit) if limit < 1 => {
+            return Err(ToolError::new(format!(
+                "limit must be at least 1 (got {limit})"
+            )));
+        }
         Some(limit) => {
-            let end = start.saturating_add(usize::try_from(limit).unwrap_or(usize::MAX)).min(total);
+            let end = start
+                .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+                .min(total);
             (lines[start..end].join("\n"), Some(end - start))
         }
         None => (lines[start..].join("\n"), None),
@@ -82,7 +99,10 @@ fn read_text(text: &str, path: &str, offset: Option<i64>, limit: Option<i64>) ->
         let text = format!(
             "[Line {first} is {line_size}, exceeds {limit_size} limit. Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
         );
-        return Ok(ToolResult::new(vec![Content::text(text)], json!({ "truncation": truncation })));
+        return Ok(ToolResult::new(
+            vec![Content::text(text)],
+            json!({ "truncation": truncation }),
+        ));
     }
     if truncation.truncated {
         let last = first + truncation.output_lines - 1;
@@ -97,19 +117,29 @@ fn read_text(text: &str, path: &str, offset: Option<i64>, limit: Option<i64>) ->
                 last + 1
             )),
         }
-        return Ok(ToolResult::new(vec![Content::text(text)], json!({ "truncation": truncation })));
+        return Ok(ToolResult::new(
+            vec![Content::text(text)],
+            json!({ "truncation": truncation }),
+        ));
     }
     let mut text = truncation.content;
     if let Some(shown) = user_limited
         && start + shown < total
     {
         let remaining = total - (start + shown);
-        text.push_str(&format!("\n\n[{remaining} more lines in file. Use offset={} to continue.]", start + shown + 1));
+        text.push_str(&format!(
+            "\n\n[{remaining} more lines in file. Use offset={} to continue.]",
+            start + shown + 1
+        ));
     }
     Ok(ToolResult::new(vec![Content::text(text)], Value::Null))
 }
 
-async fn read_image(bytes: Vec<u8>, mime: &'static str, images_supported: bool) -> Result<ToolResult, ToolError> {
+async fn read_image(
+    bytes: Vec<u8>,
+    mime: &'static str,
+    images_supported: bool,
+) -> Result<ToolResult, ToolError> {
     let prepared = tokio::task::spawn_blocking(move || image::prepare(&bytes, mime))
         .await
         .map_err(|err| ToolError::new(format!("Image processing failed: {err}")))?;
@@ -134,5 +164,8 @@ async fn read_image(bytes: Vec<u8>, mime: &'static str, images_supported: bool) 
     if !images_supported {
         text.push_str("\n[Current model does not support images. The image will be omitted from this request.]");
     }
-    Ok(ToolResult::new(vec![Content::text(text), Content::image(data, mime_type)], Value::Null))
+    Ok(ToolResult::new(
+        vec![Content::text(text), Content::image(data, mime_type)],
+        Value::Null,
+    ))
 }

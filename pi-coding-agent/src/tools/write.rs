@@ -31,5 +31,8 @@ pub async fn write(
     tokio::fs::write(&absolute, content.as_bytes())
         .await
         .map_err(|err| ToolError::new(fs_error::describe(&err, "open", &absolute)))?;
-    Ok(format!("Successfully wrote {} bytes to {path}", content.len()))
+    Ok(format!(
+        "Successfully wrote {} bytes to {path}",
+        content.len()
+    ))
 }

@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 
 mod fs_error;
+pub mod session;
 pub mod tools;
 pub mod truncate;
 mod workspace;
 
 use pi_tool::ToolRegistry;
 
+pub use session::{Session, SessionError};
 pub use tools::bash::{BashParams, BashTool, bash};
 pub use tools::edit::{EditParams, EditTool, Replacement, edit};
 pub use tools::find::{FindParams, FindTool, find};

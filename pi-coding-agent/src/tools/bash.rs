@@ -67,6 +67,7 @@ pub async fn bash(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    let mut group = GroupGuard { pid, armed: true };
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     ctx.update(ToolResult::new(Vec::new(), Value::Null));
@@ -102,6 +103,7 @@ pub async fn bash(
                 }
             },
             status = child.wait(), if exit.is_none() => {
+                group.armed = false;
                 exit = Some(status.ok().and_then(|s| s.code()));
                 drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
             },
@@ -176,6 +178,21 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+/// Kills the process group if the call is dropped before the shell exits (the loop dropped the
+/// run), so no command outlives the agent that started it.
+struct GroupGuard {
+    pid: Option<Pid>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            kill_group(self.pid);
+        }
     }
 }
 

@@ -244,3 +244,26 @@ async fn background_children_holding_the_pipe_do_not_hang_the_call() {
         nix::sys::signal::Signal::SIGKILL,
     );
 }
+
+#[tokio::test]
+async fn dropping_a_running_call_kills_its_process_group() {
+    let (dir, tools) = project();
+    let command =
+        "(trap '' TERM; sleep 30) & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait";
+    let running = call(&tools, "bash", json!({"command": command}));
+    let ready = dir.path().join("child.pid");
+    tokio::select! {
+        _ = running => panic!("the command should still be running"),
+        () = async { while !ready.exists() { tokio::time::sleep(Duration::from_millis(10)).await; } } => {}
+    }
+    // `running` is dropped here, mid-command.
+    let pid: i32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_until_dead(pid).await,
+        "child {pid} outlived the dropped call"
+    );
+}

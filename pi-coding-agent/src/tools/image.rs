@@ -64,8 +64,12 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
     }
     let (mut target_w, mut target_h) = fit(width, height, MAX_DIMENSION);
     loop {
-        let resized = decoded.resize_exact(target_w, target_h, FilterType::Lanczos3);
-        if let Some((encoded, mime)) = encode_within_budget(&resized) {
+        let resized = if (target_w, target_h) == (width, height) {
+            None
+        } else {
+            Some(decoded.resize_exact(target_w, target_h, FilterType::Lanczos3))
+        };
+        if let Some((encoded, mime)) = encode_within_budget(resized.as_ref().unwrap_or(&decoded)) {
             return Some(PreparedImage {
                 data: STANDARD.encode(encoded),
                 mime_type: mime,

@@ -240,3 +240,36 @@ async fn a_symlink_loop_is_an_error_not_a_hang() {
         result.text_content()
     );
 }
+
+#[tokio::test]
+async fn an_image_too_heavy_for_the_budget_becomes_a_smaller_jpeg() {
+    let (dir, tools) = project();
+    // 1500x1500 of noise: small enough in pixels, but its PNG is ~6.8 MB, over 4.5 MB of base64.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise = image::RgbImage::from_fn(1500, 1500, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        image::Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
+    });
+    let mut bytes = Vec::new();
+    image::DynamicImage::ImageRgb8(noise)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    assert!(bytes.len() > 4_500_000);
+    write_file(dir.path(), "noise.png", &bytes);
+    let result = call(&tools, "read", json!({"path": "noise.png"})).await;
+    let text = ok_text(&result);
+    assert!(
+        text.starts_with("Read image file [image/jpeg]\n[Image: original 1500x1500, displayed at "),
+        "{text}"
+    );
+    let pi_tool::Content::Image { data, mime_type } = &result.content[1] else {
+        panic!("no image block")
+    };
+    assert_eq!(mime_type, "image/jpeg");
+    assert!(data.len() <= 4_500_000, "{} bytes of base64", data.len());
+}

@@ -1,6 +1,9 @@
 #![doc = include_str!("../README.md")]
 
+pub mod agent;
+pub mod cli;
 mod fs_error;
+pub mod render;
 pub mod session;
 pub mod tools;
 pub mod truncate;
@@ -8,6 +11,8 @@ mod workspace;
 
 use pi_tool::ToolRegistry;
 
+pub use agent::{Approval, ApprovalRequest, Approver, CodingAgent, PromptOutcome};
+pub use render::Renderer;
 pub use session::{Session, SessionError};
 pub use tools::bash::{BashParams, BashTool, bash};
 pub use tools::edit::{EditParams, EditTool, Replacement, edit};

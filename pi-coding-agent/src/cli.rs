@@ -1,0 +1,326 @@
+//! The `pi` command: arguments, provider choice, the one-shot and interactive modes, Ctrl-C.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use pi_runtime::{Model, StopReason, StreamOptions};
+use pi_tool::CancellationToken;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::sync::Mutex;
+
+use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
+use crate::render::Renderer;
+use crate::session::Session;
+use crate::{ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, Workspace, coding_tools};
+
+/// `pi`: a coding agent in your terminal. It reads, edits, writes and runs code in the working
+/// directory with the model you choose.
+#[derive(Debug, Parser)]
+#[command(name = "pi", version, about, long_about = None)]
+pub struct Args {
+    /// Run one prompt, print the answer and exit (without it: an interactive session)
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Provider: openai, anthropic, google or openai-compatible (default: the first configured
+    /// in the environment)
+    #[arg(long, env = "PI_PROVIDER")]
+    pub provider: Option<String>,
+    /// Model id, or provider/model (default: $PI_MODEL, else the provider's default)
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server (Ollama, vLLM, ...); implies that provider
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Run bash commands without asking for approval
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Working directory of the tools (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Confine read, edit, write, grep, find and ls to the working directory
+    #[arg(long)]
+    pub confine: bool,
+    /// Tools to offer, comma-separated (default: read,bash,edit,write; `all` for all seven)
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tools: Option<Vec<String>>,
+    /// Save the session to this JSONL file, resuming it if it exists
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["resume", "no_session"])]
+    pub session: Option<PathBuf>,
+    /// Resume the most recent session of the working directory
+    #[arg(short = 'r', long, conflicts_with = "no_session")]
+    pub resume: bool,
+    /// Do not save the session
+    #[arg(long)]
+    pub no_session: bool,
+    /// Replace the system prompt
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+}
+
+/// Shared standard input: prompts and approvals read lines from the same reader.
+type Input = Arc<Mutex<Lines<BufReader<Stdin>>>>;
+
+/// Runs the `pi` command; the exit code is 0 on success, 1 on an error, 130 after Ctrl-C.
+pub async fn run(args: Args) -> ExitCode {
+    match start(args).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn start(args: Args) -> Result<ExitCode, String> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|err| format!("pi: cannot read the current directory: {err}"))?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .map_err(|err| format!("pi: working directory {}: {err}", cwd.display()))?;
+    if !cwd.is_dir() {
+        return Err(format!("pi: {} is not a directory", cwd.display()));
+    }
+    let model = select_model(&args)?;
+    let workspace = Workspace::new(&cwd)
+        .confined(args.confine)
+        .with_images_supported(model.accepts_images());
+    let all = coding_tools(workspace);
+    let names: Vec<String> = match &args.tools {
+        Some(names) if names.iter().any(|n| n == "all") => {
+            ALL_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect()
+        }
+        Some(names) => names
+            .iter()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .collect(),
+        None => DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect(),
+    };
+    let tools = all
+        .subset(&names)
+        .map_err(|err| format!("pi: --tools: {err}"))?;
+
+    let input: Input = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
+    let approval = if args.yes {
+        Approval::Always
+    } else if std::io::stdin().is_terminal() {
+        Approval::Ask(terminal_approver(Arc::clone(&input)))
+    } else {
+        Approval::Never("Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.".into())
+    };
+    let mut agent = CodingAgent::new(Arc::clone(&model), tools, &cwd).with_approval(approval);
+    if let Some(prompt) = &args.system_prompt {
+        agent = agent.with_system_prompt(prompt.clone());
+    }
+    if let Some(path) = session_path(&args, &cwd)? {
+        let (session, earlier) =
+            Session::open_or_create(&path, &cwd).map_err(|err| format!("pi: session: {err}"))?;
+        if !earlier.is_empty() {
+            eprintln!("Resumed {} ({} messages)", path.display(), earlier.len());
+        }
+        agent = agent.with_session(session, earlier);
+    }
+    agent = agent.with_stream_options(StreamOptions::default());
+
+    match &args.prompt {
+        Some(prompt) => {
+            let outcome = run_turn(&mut agent, prompt).await;
+            Ok(exit_code(&outcome))
+        }
+        None => interactive(&mut agent, &input).await,
+    }
+}
+
+/// Where the session is saved: `--session`, the latest one for `--resume`, a new file in the
+/// default directory, or nowhere with `--no-session`.
+fn session_path(args: &Args, cwd: &std::path::Path) -> Result<Option<PathBuf>, String> {
+    if args.no_session {
+        return Ok(None);
+    }
+    if let Some(path) = &args.session {
+        return Ok(Some(path.clone()));
+    }
+    let dir = Session::default_dir(cwd);
+    if args.resume {
+        return Session::latest_in(&dir)
+            .map(Some)
+            .ok_or_else(|| format!("pi: --resume: no session to resume in {}", dir.display()));
+    }
+    Ok(Some(Session::new_path(&dir)))
+}
+
+/// One prompt with Ctrl-C aborting it: the first press aborts the turn (the session goes on), a
+/// second press while the turn is still winding down quits.
+async fn run_turn(agent: &mut CodingAgent, prompt: &str) -> PromptOutcome {
+    let signal = CancellationToken::new();
+    let mut stdout = std::io::stdout();
+    let mut stderr = std::io::stderr();
+    let mut renderer = Renderer::new(&mut stdout, &mut stderr);
+    let turn = agent.prompt(prompt, signal.clone(), &mut renderer);
+    tokio::pin!(turn);
+    loop {
+        tokio::select! {
+            outcome = &mut turn => return outcome,
+            interrupted = tokio::signal::ctrl_c() => {
+                if interrupted.is_err() {
+                    // No signal handler could be installed: stop listening, finish the turn.
+                    return turn.await;
+                }
+                if signal.is_cancelled() {
+                    eprintln!("\npi: interrupted twice, quitting");
+                    std::process::exit(130);
+                }
+                eprintln!("\n(aborting: Ctrl-C again to quit)");
+                signal.cancel();
+            }
+        }
+    }
+}
+
+async fn interactive(agent: &mut CodingAgent, input: &Input) -> Result<ExitCode, String> {
+    eprintln!(
+        "pi: {}/{} in {}; tools: {}. Ctrl-C aborts a turn; Ctrl-D or /exit quits.",
+        agent.model().provider(),
+        agent.model().id(),
+        agent.cwd().display(),
+        agent.tool_names().join(", "),
+    );
+    if let Some(session) = agent.session() {
+        eprintln!("Session: {}", session.path().display());
+    }
+    loop {
+        eprint!("\n> ");
+        let _ = std::io::stderr().flush();
+        let line = {
+            let mut lines = input.lock().await;
+            tokio::select! {
+                line = lines.next_line() => line.map_err(|err| format!("pi: reading input: {err}"))?,
+                _ = tokio::signal::ctrl_c() => None,
+            }
+        };
+        let Some(line) = line else {
+            eprintln!();
+            return Ok(ExitCode::SUCCESS);
+        };
+        let prompt = line.trim();
+        match prompt {
+            "" => continue,
+            "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
+            _ => {
+                run_turn(agent, prompt).await;
+            }
+        }
+    }
+}
+
+fn exit_code(outcome: &PromptOutcome) -> ExitCode {
+    match outcome.stop_reason {
+        StopReason::Error => ExitCode::FAILURE,
+        StopReason::Aborted => ExitCode::from(130),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Asks on the terminal, one command at a time; Ctrl-C (the run's abort) declines.
+fn terminal_approver(input: Input) -> crate::agent::Approver {
+    Arc::new(move |request: ApprovalRequest| {
+        let input = Arc::clone(&input);
+        Box::pin(async move {
+            let mut lines = input.lock().await;
+            eprint!("  Run `{}`? [y/N] ", request.command);
+            let _ = std::io::stderr().flush();
+            tokio::select! {
+                line = lines.next_line() => matches!(line, Ok(Some(answer)) if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")),
+                () = request.signal.cancelled() => false,
+            }
+        })
+    })
+}
+
+/// The model from the flags and the environment, or the message saying what to set.
+fn select_model(args: &Args) -> Result<Arc<dyn Model>, String> {
+    use pi_runtime::providers::Selection;
+
+    let provider = if args.base_url.is_some() {
+        Some("openai-compatible".to_owned())
+    } else {
+        args.provider.clone()
+    };
+    if let Some(provider) = &provider
+        && !PROVIDERS.contains(&provider.as_str())
+    {
+        return Err(format!(
+            "pi: unknown provider \"{provider}\": use one of {}.",
+            PROVIDERS.join(", ")
+        ));
+    }
+    let model_override = match (&provider, &args.model) {
+        (Some(provider), Some(model)) if !model.contains('/') => {
+            Some(format!("{provider}/{model}"))
+        }
+        (_, Some(model)) => Some(model.clone()),
+        (_, None) => None,
+    };
+    let base_url = args.base_url.clone();
+    let lookup = |name: &str| -> Option<String> {
+        if name == "OPENAI_BASE_URL"
+            && let Some(url) = &base_url
+        {
+            return Some(url.clone());
+        }
+        // With --provider and no model, only that provider's variables count, so the choice
+        // cannot fall to another configured provider.
+        if let (Some(provider), None) = (&provider, &model_override)
+            && !provider_variable(provider, name)
+        {
+            return None;
+        }
+        std::env::var(name).ok()
+    };
+    let selection = Selection::resolve(model_override.as_deref(), lookup).map_err(|err| {
+        let message = err.to_string();
+        match (&provider, &model_override) {
+            // Only that provider's variables were looked at: say which one is missing.
+            (Some(provider), None) => {
+                let help = message
+                    .split_once('\n')
+                    .map_or(message.as_str(), |(_, help)| help);
+                format!(
+                    "--provider {provider} needs {}, which is not set.\n{help}",
+                    provider_keys(provider)
+                )
+            }
+            _ => message,
+        }
+    })?;
+    Ok(Arc::from(selection.into_model()))
+}
+
+/// The providers `--provider` accepts.
+const PROVIDERS: [&str; 4] = ["openai", "anthropic", "google", "openai-compatible"];
+
+/// The variable(s) that configure `provider`, for messages.
+fn provider_keys(provider: &str) -> &'static str {
+    match provider {
+        "openai" => "OPENAI_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "google" => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+        _ => "OPENAI_BASE_URL (or --base-url) and a model (--model or PI_MODEL)",
+    }
+}
+
+/// Whether the environment variable `name` configures `provider`.
+fn provider_variable(provider: &str, name: &str) -> bool {
+    match provider {
+        "openai" => name == "OPENAI_API_KEY",
+        "anthropic" => name == "ANTHROPIC_API_KEY",
+        "google" => name == "GEMINI_API_KEY" || name == "GOOGLE_API_KEY",
+        "openai-compatible" => name == "OPENAI_BASE_URL" || name == "OPENAI_API_KEY",
+        _ => false,
+    }
+}

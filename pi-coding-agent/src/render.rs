@@ -1,0 +1,227 @@
+//! Shows a run as it happens: the assistant's text on one stream, tool calls with their
+//! streamed output and results on another (stdout and stderr in the `pi` command).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use pi_runtime::{AgentEvent, AssistantEvent, Message, StopReason};
+use serde_json::Value;
+
+/// Most lines of a tool result shown when the tool streamed nothing.
+const RESULT_PREVIEW_LINES: usize = 8;
+/// Most characters of a tool call's argument summary.
+const ARGS_PREVIEW_CHARS: usize = 200;
+
+/// Writes a run's events: assistant text to `out`, tool activity and errors to `log`.
+pub struct Renderer<'a> {
+    out: &'a mut dyn Write,
+    log: &'a mut dyn Write,
+    streamed_text: bool,
+    shown: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for Renderer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renderer")
+            .field("streamed_text", &self.streamed_text)
+            .finish()
+    }
+}
+
+impl<'a> Renderer<'a> {
+    /// A renderer writing the assistant's text to `out` and everything else to `log`.
+    pub fn new(out: &'a mut dyn Write, log: &'a mut dyn Write) -> Self {
+        Renderer {
+            out,
+            log,
+            streamed_text: false,
+            shown: HashMap::new(),
+        }
+    }
+
+    /// Prints a warning to the log.
+    pub fn warn(&mut self, text: &str) {
+        let _ = writeln!(self.log, "warning: {text}");
+    }
+
+    /// Renders one event. Write errors (a closed pipe) are ignored: showing the run must never
+    /// stop it.
+    pub fn event(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageStart { message } if matches!(**message, Message::Assistant(_)) => {
+                self.streamed_text = false;
+            }
+            AgentEvent::MessageUpdate { event } => {
+                if let AssistantEvent::TextDelta { delta, .. } = &**event {
+                    self.streamed_text = true;
+                    let _ = self.out.write_all(delta.as_bytes());
+                    let _ = self.out.flush();
+                }
+            }
+            AgentEvent::MessageEnd { message } => self.message_end(message),
+            AgentEvent::ToolExecutionStart { call } => {
+                let _ = writeln!(
+                    self.log,
+                    "● {} {}",
+                    call.name(),
+                    summarize_args(call.name(), call.arguments())
+                );
+                let _ = self.log.flush();
+            }
+            AgentEvent::ToolExecutionUpdate {
+                call,
+                partial_result,
+            } => {
+                let text = partial_result.text_content();
+                let shown = self.shown.entry(call.id().to_owned()).or_default();
+                if let Some(new) = text.strip_prefix(shown.as_str()) {
+                    let at_line_start = shown.is_empty() || shown.ends_with('\n');
+                    let _ = self
+                        .log
+                        .write_all(indent_from(new, at_line_start).as_bytes());
+                    let _ = self.log.flush();
+                }
+                *shown = text;
+            }
+            AgentEvent::ToolExecutionEnd {
+                call,
+                result,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                let streamed = self.shown.remove(call.id()).is_some_and(|s| !s.is_empty());
+                let text = result
+                    .as_tool_result()
+                    .map(|r| r.text())
+                    .unwrap_or_default();
+                if *is_error {
+                    let _ = writeln!(self.log, "  ✗ {} failed ({duration_ms} ms):", call.name());
+                    let _ = write!(self.log, "{}", preview(&text));
+                } else {
+                    if !streamed {
+                        let _ = write!(self.log, "{}", preview(&text));
+                    }
+                    let _ = writeln!(self.log, "  ✓ {} ({duration_ms} ms)", call.name());
+                }
+                let _ = self.log.flush();
+            }
+            _ => {}
+        }
+    }
+
+    fn message_end(&mut self, message: &Message) {
+        let Some(assistant) = message.as_assistant() else {
+            return;
+        };
+        let text = assistant.text();
+        if !self.streamed_text && !text.is_empty() {
+            let _ = self.out.write_all(text.as_bytes());
+        }
+        if !text.is_empty() && !text.ends_with('\n') {
+            let _ = self.out.write_all(b"\n");
+        }
+        let _ = self.out.flush();
+        match assistant.stop_reason {
+            StopReason::Error => {
+                let error = assistant
+                    .error_message
+                    .as_deref()
+                    .unwrap_or("the model request failed");
+                let _ = writeln!(self.log, "error: {error}");
+            }
+            StopReason::Aborted => {
+                let _ = writeln!(self.log, "(aborted)");
+            }
+            _ => {}
+        }
+        let _ = self.log.flush();
+    }
+}
+
+/// The one thing to show about a call: the command, the path, the pattern; else compact JSON.
+fn summarize_args(tool: &str, args: &Value) -> String {
+    let field = |name: &str| args.get(name).and_then(Value::as_str);
+    let summary = match tool {
+        "bash" => field("command").map(|c| format!("$ {c}")),
+        "read" | "write" | "edit" | "ls" => field("path").map(str::to_owned),
+        "grep" | "find" => field("pattern").map(|p| match field("path") {
+            Some(path) => format!("{p} in {path}"),
+            None => p.to_owned(),
+        }),
+        _ => None,
+    };
+    let summary = summary.unwrap_or_else(|| args.to_string());
+    match summary.char_indices().nth(ARGS_PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &summary[..cut]),
+        None => summary,
+    }
+}
+
+/// The first lines of a result, indented, with a count of the rest.
+fn preview(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = indent(
+        &lines
+            .iter()
+            .take(RESULT_PREVIEW_LINES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if lines.len() > RESULT_PREVIEW_LINES {
+        out.push_str(&format!(
+            "  … {} more lines\n",
+            lines.len() - RESULT_PREVIEW_LINES
+        ));
+    }
+    out
+}
+
+/// Indents every line start by two spaces.
+fn indent(text: &str) -> String {
+    indent_from(text, true)
+}
+
+/// Indents every line start by two spaces; `at_line_start` says whether `text` starts a line.
+fn indent_from(text: &str, mut at_line_start: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if at_line_start && c != '\n' {
+            out.push_str("  ");
+        }
+        out.push(c);
+        at_line_start = c == '\n';
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_and_previews() {
+        assert_eq!(
+            summarize_args("bash", &serde_json::json!({"command": "ls -la"})),
+            "$ ls -la"
+        );
+        assert_eq!(
+            summarize_args("grep", &serde_json::json!({"pattern": "fn", "path": "src"})),
+            "fn in src"
+        );
+        assert_eq!(
+            summarize_args("other", &serde_json::json!({"a": 1})),
+            "{\"a\":1}"
+        );
+        let text: Vec<String> = (1..=10).map(|i| i.to_string()).collect();
+        assert_eq!(
+            preview(&text.join("\n")),
+            "  1\n  2\n  3\n  4\n  5\n  6\n  7\n  8\n  … 2 more lines\n"
+        );
+        assert_eq!(indent("a\n\nb"), "  a\n\n  b");
+    }
+}

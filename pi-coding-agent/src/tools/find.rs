@@ -1,0 +1,122 @@
+//! `find`: files and directories by glob, like `fd --glob --hidden --no-require-git`.
+
+use std::path::PathBuf;
+
+use globset::{GlobBuilder, GlobMatcher};
+use pi_tool::{CancellationToken, Content, State, ToolContext, ToolError, ToolResult, tool};
+use serde_json::{Map, Value, json};
+
+use crate::Workspace;
+use crate::tools::{aborted, relative_posix, walker, with_notices};
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
+
+/// Results returned when the model gives no `limit`.
+const DEFAULT_LIMIT: i64 = 1000;
+
+/// Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).
+#[tool(name = "find", label = "find")]
+pub async fn find(
+    /// Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'
+    pattern: String,
+    /// Directory to search in (default: current directory)
+    path: Option<String>,
+    /// Maximum number of results (default: 1000)
+    limit: Option<i64>,
+    workspace: State<Workspace>,
+    ctx: ToolContext,
+) -> Result<ToolResult, ToolError> {
+    if ctx.is_aborted() {
+        return Err(aborted());
+    }
+    let root = workspace.resolve_or_cwd(path.as_deref())?;
+    if !root.exists() {
+        return Err(ToolError::new(format!(
+            "Path not found: {}",
+            root.display()
+        )));
+    }
+    let limit = usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
+    let (glob, full_path) = glob_for(&pattern)?;
+    let signal = ctx.signal().clone();
+    let results = tokio::task::spawn_blocking(move || walk(root, glob, full_path, limit, signal))
+        .await
+        .map_err(|err| ToolError::new(format!("find failed: {err}")))??;
+    if results.is_empty() {
+        return Ok(ToolResult::text("No files found matching pattern"));
+    }
+    let truncation = truncate_head(&results.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
+    let mut notices = Vec::new();
+    let mut details = Map::new();
+    if results.len() >= limit {
+        notices.push(format!(
+            "{limit} results limit reached. Use limit={} for more, or refine pattern",
+            limit.saturating_mul(2)
+        ));
+        details.insert("resultLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    let text = with_notices(truncation.content, &notices);
+    let details = if details.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(details)
+    };
+    Ok(ToolResult::new(vec![Content::text(text)], details))
+}
+
+/// fd's rule: a pattern with `/` matches the full path (prefixed with `**/` unless anchored),
+/// otherwise the file name. `*` never crosses `/`.
+fn glob_for(pattern: &str) -> Result<(GlobMatcher, bool), ToolError> {
+    let full_path = pattern.contains('/');
+    let pattern = if full_path
+        && !(pattern.starts_with('/') || pattern.starts_with("**/") || pattern == "**")
+    {
+        format!("**/{pattern}")
+    } else {
+        pattern.to_owned()
+    };
+    let glob = GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|err| ToolError::new(format!("Invalid glob pattern: {err}")))?;
+    Ok((glob.compile_matcher(), full_path))
+}
+
+fn walk(
+    root: PathBuf,
+    glob: GlobMatcher,
+    full_path: bool,
+    limit: usize,
+    signal: CancellationToken,
+) -> Result<Vec<String>, ToolError> {
+    let mut results = Vec::new();
+    for entry in walker(&root).build() {
+        if signal.is_cancelled() {
+            return Err(aborted());
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let matched = if full_path {
+            glob.is_match(entry.path())
+        } else {
+            glob.is_match(entry.file_name())
+        };
+        if !matched {
+            continue;
+        }
+        let mut shown = relative_posix(entry.path(), &root);
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            shown.push('/');
+        }
+        results.push(shown);
+        if results.len() >= limit {
+            break;
+        }
+    }
+    Ok(results)
+}

@@ -1,0 +1,275 @@
+//! The `pi` binary as a user runs it: help, and the message when no provider is configured.
+
+use std::process::{Command, Stdio};
+
+/// `pi` with every provider variable removed from its environment.
+fn pi_without_keys() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
+    for name in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OPENAI_BASE_URL",
+        "PI_MODEL",
+        "PI_PROVIDER",
+    ] {
+        command.env_remove(name);
+    }
+    command.stdin(Stdio::null());
+    command
+}
+
+#[test]
+fn help_lists_the_modes_and_options() {
+    let output = pi_without_keys().arg("--help").output().expect("run pi");
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for option in [
+        "--print",
+        "--provider",
+        "--model",
+        "--base-url",
+        "--yes",
+        "--cwd",
+        "--confine",
+        "--session",
+        "--resume",
+    ] {
+        assert!(help.contains(option), "{option} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn without_an_api_key_pi_says_what_to_set_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = pi_without_keys()
+        .args(["-p", "hello", "--no-session", "--cwd"])
+        .arg(dir.path())
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for variable in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
+        assert!(
+            stderr.contains(variable),
+            "{variable} missing from:\n{stderr}"
+        );
+    }
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn a_provider_without_its_key_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = pi_without_keys()
+        .args([
+            "-p",
+            "hello",
+            "--no-session",
+            "--provider",
+            "anthropic",
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .env("OPENAI_API_KEY", "sk-test-not-used")
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("--provider anthropic needs ANTHROPIC_API_KEY, which is not set.\n"),
+        "{stderr}"
+    );
+
+    let output = pi_without_keys()
+        .args(["-p", "hello", "--provider", "nope"])
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected =
+        "unknown provider \"nope\": use one of openai, anthropic, google, openai-compatible";
+    assert!(stderr.contains(expected), "{stderr}");
+}
+
+#[test]
+fn a_missing_working_directory_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = pi_without_keys()
+        .args(["-p", "hello", "--cwd"])
+        .arg(dir.path().join("nope"))
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("working directory"));
+}
+
+/// A local OpenAI-compatible server: the first request of a turn gets a `bash` call running
+/// `command`, a request answering a tool result gets `Saw: <the tool's output>`.
+fn fake_openai(command: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = format!("http://{}/v1", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let last = request["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .cloned()
+                .unwrap_or_default();
+            let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+                let event = serde_json::json!({"id": "r1", "object": "chat.completion.chunk", "model": "fake",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                format!("data: {event}\n\n")
+            };
+            let mut events = String::new();
+            if last["role"] == "tool" {
+                let output = match &last["content"] {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect(),
+                };
+                events += &chunk(
+                    serde_json::json!({"role": "assistant", "content": format!("Saw: {output}")}),
+                    None,
+                );
+                events += &chunk(serde_json::json!({}), Some("stop"));
+            } else {
+                let call = serde_json::json!({"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "bash", "arguments": serde_json::json!({"command": command}).to_string()}});
+                events += &chunk(
+                    serde_json::json!({"role": "assistant", "tool_calls": [call]}),
+                    None,
+                );
+                events += &chunk(serde_json::json!({}), Some("tool_calls"));
+            }
+            events += "data: [DONE]\n\n";
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(events.as_bytes());
+        }
+    });
+    address
+}
+
+#[test]
+fn one_shot_runs_a_tool_against_a_local_server_and_shows_it() {
+    let server = fake_openai("echo one; echo two");
+    let dir = tempfile::tempdir().unwrap();
+    let output = pi_without_keys()
+        .args([
+            "--base-url",
+            &server,
+            "--model",
+            "fake",
+            "--yes",
+            "--no-session",
+            "-p",
+            "run it",
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Saw: one\ntwo\n");
+    assert!(
+        stderr.contains("● bash $ echo one; echo two\n  one\n  two\n  ✓ bash ("),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_yes_and_without_a_terminal_commands_are_refused() {
+    let server = fake_openai("touch created-by-pi");
+    let dir = tempfile::tempdir().unwrap();
+    let output = pi_without_keys()
+        .args([
+            "--base-url",
+            &server,
+            "--model",
+            "fake",
+            "--no-session",
+            "-p",
+            "run it",
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run pi");
+    assert!(output.status.success());
+    assert!(!dir.path().join("created-by-pi").exists());
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .starts_with("Saw: Running commands needs the user's approval")
+    );
+}
+
+#[test]
+fn ctrl_c_aborts_the_running_command_and_exits_130_in_one_shot_mode() {
+    use std::io::{BufRead, BufReader, Read};
+
+    let server = fake_openai("echo started; sleep 30");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = pi_without_keys()
+        .args([
+            "--base-url",
+            &server,
+            "--model",
+            "fake",
+            "--yes",
+            "--no-session",
+            "-p",
+            "run it",
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pi");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = String::new();
+    while !seen.contains("started") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).expect("read") > 0,
+            "pi ended early: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    stderr.read_to_string(&mut seen).expect("read the rest");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("Command aborted") && seen.contains("(aborted)"),
+        "{seen}"
+    );
+}

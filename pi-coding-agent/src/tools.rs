@@ -6,6 +6,7 @@ pub mod edit;
 pub mod find;
 pub mod grep;
 mod image;
+mod lines;
 pub mod ls;
 mod output;
 pub mod read;

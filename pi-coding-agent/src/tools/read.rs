@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::fs_error;
 use crate::tools::image::{self, PreparedImage};
+use crate::tools::lines::{Scanned, scan};
 use crate::truncate::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head,
 };
@@ -37,65 +38,90 @@ pub async fn read(
             "EISDIR: illegal operation on a directory, read",
         ));
     }
-    let bytes = tokio::select! {
-        bytes = tokio::fs::read(&absolute) => bytes.map_err(|err| ToolError::new(fs_error::describe(&err, "open", &absolute)))?,
-        () = ctx.signal().cancelled() => return Err(aborted()),
-    };
-    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
-    if let Some(mime) = image::sniff_mime(head) {
+    let head = read_head(&absolute).await?;
+    if let Some(mime) = image::sniff_mime(&head) {
+        let bytes = tokio::select! {
+            bytes = tokio::fs::read(&absolute) => bytes.map_err(|err| ToolError::new(fs_error::describe(&err, "open", &absolute)))?,
+            () = ctx.signal().cancelled() => return Err(aborted()),
+        };
         return read_image(bytes, mime, workspace.images_supported()).await;
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(err) if err.as_bytes()[..err.as_bytes().len().min(SNIFF_BYTES)].contains(&0) => {
-            return Err(ToolError::new(format!(
-                "Cannot read {path}: it is a binary file ({}), not text or a supported image (jpg, png, gif, webp). Use bash to inspect it, e.g. xxd {path} | head",
-                format_size(err.as_bytes().len())
-            )));
-        }
-        Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
-    };
-    read_text(&text, &path, offset, limit)
-}
-
-/// pi's text path: select lines, truncate from the head, add the notice that says how to go on.
-fn read_text(
-    text: &str,
-    path: &str,
-    offset: Option<i64>,
-    limit: Option<i64>,
-) -> Result<ToolResult, ToolError> {
-    let lines: Vec<&str> = text.split('\n').collect();
-    let total = lines.len();
+    if head.contains(&0) {
+        return Err(ToolError::new(format!(
+            "Cannot read {path}: it is a binary file ({}), not text or a supported image (jpg, png, gif, webp). Use bash to inspect it, e.g. xxd {path} | head",
+            format_size(usize::try_from(metadata.len()).unwrap_or(usize::MAX))
+        )));
+    }
     let start = match offset {
         Some(offset) if offset > 0 => usize::try_from(offset - 1).unwrap_or(usize::MAX),
         _ => 0,
     };
+    let take = match limit {
+        Some(limit) if limit < 1 => {
+            return Err(ToolError::new(format!(
+                "limit must be at least 1 (got {limit})"
+            )));
+        }
+        Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
+        None => usize::MAX,
+    };
+    let file = tokio::fs::File::open(&absolute)
+        .await
+        .map_err(|err| ToolError::new(fs_error::describe(&err, "open", &absolute)))?
+        .into_std()
+        .await;
+    let signal = ctx.signal().clone();
+    let scanned = tokio::task::spawn_blocking(move || scan(file, start, take, &signal))
+        .await
+        .map_err(|err| ToolError::new(format!("read failed: {err}")))?
+        .map_err(|err| ToolError::new(fs_error::describe(&err, "read", &absolute)))?
+        .ok_or_else(aborted)?;
+    render_text(&scanned, &path, offset, start, limit.is_some())
+}
+
+/// The first bytes of the file: enough to tell an image or a binary file from text.
+async fn read_head(path: &std::path::Path) -> Result<Vec<u8>, ToolError> {
+    use tokio::io::AsyncReadExt;
+
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|err| ToolError::new(fs_error::describe(&err, "open", path)))?;
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    file.take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .await
+        .map_err(|err| ToolError::new(fs_error::describe(&err, "read", path)))?;
+    Ok(head)
+}
+
+/// pi's text path: the selected lines truncated from the head, with the notice that says how
+/// to go on.
+fn render_text(
+    scanned: &Scanned,
+    path: &str,
+    offset: Option<i64>,
+    start: usize,
+    user_limited: bool,
+) -> Result<ToolResult, ToolError> {
+    let total = scanned.total_lines;
     if start >= total {
         let shown = offset.map_or_else(|| "0".to_owned(), |o| o.to_string());
         return Err(ToolError::new(format!(
             "Offset {shown} is beyond end of file ({total} lines total)"
         )));
     }
-    let (selected, user_limited) = match limit {
-        Some(limit) if limit < 1 => {
-            return Err(ToolError::new(format!(
-                "limit must be at least 1 (got {limit})"
-            )));
-        }
-        Some(limit) => {
-            let end = start
-                .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
-                .min(total);
-            (lines[start..end].join("\n"), Some(end - start))
-        }
-        None => (lines[start..].join("\n"), None),
-    };
-    let truncation = truncate_head(&selected, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+    let mut truncation = truncate_head(
+        &scanned.kept.join("\n"),
+        DEFAULT_MAX_LINES,
+        DEFAULT_MAX_BYTES,
+    );
+    // Only a bounded prefix of the selection was kept: report the selection's real size.
+    truncation.total_lines = scanned.selected_lines;
+    truncation.total_bytes = scanned.selected_bytes;
     let first = start + 1;
     let limit_size = format_size(DEFAULT_MAX_BYTES);
     if truncation.first_line_exceeds_limit {
-        let line_size = format_size(lines[start].len());
+        let line_size = format_size(scanned.first_line_bytes);
         let text = format!(
             "[Line {first} is {line_size}, exceeds {limit_size} limit. Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]"
         );
@@ -123,9 +149,8 @@ fn read_text(
         ));
     }
     let mut text = truncation.content;
-    if let Some(shown) = user_limited
-        && start + shown < total
-    {
+    let shown = scanned.selected_lines;
+    if user_limited && start + shown < total {
         let remaining = total - (start + shown);
         text.push_str(&format!(
             "\n\n[{remaining} more lines in file. Use offset={} to continue.]",

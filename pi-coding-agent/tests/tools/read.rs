@@ -273,3 +273,27 @@ async fn an_image_too_heavy_for_the_budget_becomes_a_smaller_jpeg() {
     assert_eq!(mime_type, "image/jpeg");
     assert!(data.len() <= 4_500_000, "{} bytes of base64", data.len());
 }
+
+#[tokio::test]
+async fn big_files_are_counted_whole_but_read_in_bounded_pieces() {
+    let (dir, tools) = project();
+    let text: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
+    write_file(dir.path(), "big.log", &text);
+    let result = call(
+        &tools,
+        "read",
+        json!({"path": "big.log", "offset": 250_000, "limit": 2}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&result),
+        "250000\n250001\n\n[50000 more lines in file. Use offset=250002 to continue.]"
+    );
+    let result = call(&tools, "read", json!({"path": "big.log"})).await;
+    assert!(
+        ok_text(&result)
+            .ends_with("2000\n\n[Showing lines 1-2000 of 300001. Use offset=2001 to continue.]")
+    );
+    assert_eq!(result.details["truncation"]["totalLines"], 300_001);
+    assert_eq!(result.details["truncation"]["totalBytes"], text.len());
+}

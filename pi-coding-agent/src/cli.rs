@@ -226,20 +226,50 @@ fn exit_code(outcome: &PromptOutcome) -> ExitCode {
     }
 }
 
-/// Asks on the terminal, one command at a time; Ctrl-C (the run's abort) declines.
+/// Asks on the terminal, one command at a time; Ctrl-C (the run's abort) declines, and `a`
+/// approves this and every later command of the session.
 fn terminal_approver(input: Input) -> crate::agent::Approver {
+    let always = Arc::new(std::sync::atomic::AtomicBool::new(false));
     Arc::new(move |request: ApprovalRequest| {
         let input = Arc::clone(&input);
+        let always = Arc::clone(&always);
         Box::pin(async move {
-            let mut lines = input.lock().await;
-            eprint!("  Run `{}`? [y/N] ", request.command);
-            let _ = std::io::stderr().flush();
-            tokio::select! {
-                line = lines.next_line() => matches!(line, Ok(Some(answer)) if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")),
-                () = request.signal.cancelled() => false,
+            if always.load(std::sync::atomic::Ordering::Relaxed) {
+                return true;
             }
+            let mut lines = input.lock().await;
+            eprint!("  Run `{}`? [y]es / [N]o / [a]lways: ", request.command);
+            let _ = std::io::stderr().flush();
+            let answer = tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => parse_answer(&line),
+                    _ => Answer::No,
+                },
+                () = request.signal.cancelled() => Answer::No,
+            };
+            if answer == Answer::Always {
+                always.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            answer != Answer::No
         })
     })
+}
+
+/// A reply to an approval question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    Yes,
+    No,
+    Always,
+}
+
+/// `y`/`yes` run the command, `a`/`always` run it and every later one; anything else declines.
+fn parse_answer(line: &str) -> Answer {
+    match line.trim().to_lowercase().as_str() {
+        "y" | "yes" => Answer::Yes,
+        "a" | "always" => Answer::Always,
+        _ => Answer::No,
+    }
 }
 
 /// The model from the flags and the environment, or the message saying what to set.
@@ -322,5 +352,29 @@ fn provider_variable(provider: &str, name: &str) -> bool {
         "google" => name == "GEMINI_API_KEY" || name == "GOOGLE_API_KEY",
         "openai-compatible" => name == "OPENAI_BASE_URL" || name == "OPENAI_API_KEY",
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_answers() {
+        assert_eq!(parse_answer(" Y\n"), Answer::Yes);
+        assert_eq!(parse_answer("always"), Answer::Always);
+        assert_eq!(parse_answer(""), Answer::No);
+        assert_eq!(parse_answer("sure"), Answer::No);
+    }
+
+    #[test]
+    fn flags_parse() {
+        let args =
+            Args::try_parse_from(["pi", "-p", "hi", "--tools", "read,ls", "--confine", "-y"])
+                .unwrap();
+        assert_eq!(args.prompt.as_deref(), Some("hi"));
+        assert_eq!(args.tools, Some(vec!["read".to_owned(), "ls".to_owned()]));
+        assert!(args.confine && args.yes);
+        assert!(Args::try_parse_from(["pi", "--session", "s.jsonl", "--no-session"]).is_err());
     }
 }

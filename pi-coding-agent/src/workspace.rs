@@ -154,6 +154,14 @@ impl Workspace {
         }
     }
 
+    /// Checks an already absolute path against the confinement (no-op when not confined).
+    pub(crate) fn check(&self, absolute: &Path) -> Result<(), ToolError> {
+        if self.confined {
+            self.check_confined(absolute)?;
+        }
+        Ok(())
+    }
+
     fn lexical(&self, path: &str) -> PathBuf {
         let path = path.strip_prefix('@').unwrap_or(path);
         let path: String = path

@@ -29,7 +29,13 @@ pub async fn read(
     if ctx.is_aborted() {
         return Err(aborted());
     }
-    let absolute = workspace.resolve(&path)?;
+    let mut absolute = workspace.resolve(&path)?;
+    if !absolute.exists()
+        && let Some(variant) = macos_variant(&absolute)
+    {
+        workspace.check(&variant)?;
+        absolute = variant;
+    }
     let metadata = tokio::fs::metadata(&absolute)
         .await
         .map_err(|err| ToolError::new(fs_error::describe(&err, "access", &absolute)))?;
@@ -77,6 +83,26 @@ pub async fn read(
         .map_err(|err| ToolError::new(fs_error::describe(&err, "read", &absolute)))?
         .ok_or_else(aborted)?;
     render_text(&scanned, &path, offset, start, limit.is_some())
+}
+
+/// pi's fallbacks for names macOS writes differently from how they are typed: a narrow no-break
+/// space before AM/PM (screenshots), decomposed (NFD) accents, a curly apostrophe. The first
+/// variant that exists, if the path as given does not.
+fn macos_variant(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    use unicode_normalization::UnicodeNormalization;
+
+    let text = path.to_str()?;
+    let narrow = text
+        .replace(" AM.", "\u{202F}AM.")
+        .replace(" PM.", "\u{202F}PM.");
+    let nfd: String = text.nfd().collect();
+    let curly = text.replace('\'', "\u{2019}");
+    let nfd_curly: String = curly.nfd().collect();
+    [narrow, nfd, curly, nfd_curly]
+        .into_iter()
+        .filter(|candidate| candidate != text)
+        .map(std::path::PathBuf::from)
+        .find(|candidate| candidate.exists())
 }
 
 /// The first bytes of the file: enough to tell an image or a binary file from text.

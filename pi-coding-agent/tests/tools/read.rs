@@ -297,3 +297,30 @@ async fn big_files_are_counted_whole_but_read_in_bounded_pieces() {
     assert_eq!(result.details["truncation"]["totalLines"], 300_001);
     assert_eq!(result.details["truncation"]["totalBytes"], text.len());
 }
+
+#[tokio::test]
+async fn macos_spellings_of_a_name_are_found() {
+    let (dir, tools) = project();
+    write_file(
+        dir.path(),
+        "Screenshot 2025-01-01 at 9.41.07\u{202F}AM.txt",
+        "shot",
+    );
+    write_file(dir.path(), "it\u{2019}s.txt", "curly");
+    write_file(dir.path(), "cafe\u{301}.txt", "decomposed");
+    let result = call(
+        &tools,
+        "read",
+        json!({"path": "Screenshot 2025-01-01 at 9.41.07 AM.txt"}),
+    )
+    .await;
+    assert_eq!(ok_text(&result), "shot");
+    assert_eq!(
+        ok_text(&call(&tools, "read", json!({"path": "it's.txt"})).await),
+        "curly"
+    );
+    assert_eq!(
+        ok_text(&call(&tools, "read", json!({"path": "caf\u{e9}.txt"})).await),
+        "decomposed"
+    );
+}

@@ -276,3 +276,87 @@ fn ctrl_c_aborts_the_running_command_and_exits_130_in_one_shot_mode() {
         "{seen}"
     );
 }
+
+#[test]
+fn ctrl_c_in_the_interactive_mode_aborts_the_turn_and_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let server = fake_openai("echo started; sleep 4");
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session.jsonl");
+    let mut child = pi_without_keys()
+        .args([
+            "--base-url",
+            &server,
+            "--model",
+            "fake",
+            "--yes",
+            "--session",
+        ])
+        .arg(&session)
+        .arg("--cwd")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pi");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"run the slow command\n").expect("prompt");
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let (lines_tx, lines) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut seen = String::new();
+    let mut wait_for = |needle: &str, timeout: Duration, seen: &mut String| loop {
+        match lines.recv_timeout(timeout) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.contains(needle) {
+                    return true;
+                }
+            }
+            Err(_) => return false,
+        }
+    };
+    assert!(
+        wait_for("started", Duration::from_secs(60), &mut seen),
+        "{seen}"
+    );
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    if !wait_for("(aborting", Duration::from_secs(2), &mut seen) {
+        // A press that was not seen is a press a user repeats; the second is then the first.
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    }
+    assert!(
+        wait_for("(aborted)", Duration::from_secs(60), &mut seen),
+        "{seen}"
+    );
+    // The session is still there: a second prompt gets an answer, then /exit ends pi normally.
+    stdin
+        .write_all(b"and now?\n/exit\n")
+        .expect("second prompt");
+    drop(stdin);
+    let status = child.wait().expect("wait");
+    reader.join().expect("reader");
+    seen.extend(lines.try_iter().map(|line| line + "\n"));
+    assert!(status.success(), "{seen}");
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("stdout");
+    // The second prompt ran its own command and the model answered with its output.
+    assert!(stdout.contains("Saw: started"), "{stdout}\n{seen}");
+    let saved = std::fs::read_to_string(&session).unwrap();
+    assert!(saved.lines().count() >= 7, "{saved}");
+}

@@ -313,7 +313,7 @@ fn ctrl_c_in_the_interactive_mode_aborts_the_turn_and_the_session_goes_on() {
         }
     });
     let mut seen = String::new();
-    let mut wait_for = |needle: &str, timeout: Duration, seen: &mut String| loop {
+    let wait_for = |needle: &str, timeout: Duration, seen: &mut String| loop {
         match lines.recv_timeout(timeout) {
             Ok(line) => {
                 seen.push_str(&line);

@@ -9,6 +9,7 @@ use clap::Parser;
 use pi_runtime::{Model, StopReason, StreamOptions};
 use pi_tool::CancellationToken;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Mutex;
 
 use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
@@ -127,12 +128,15 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     }
     agent = agent.with_stream_options(StreamOptions::default());
 
+    // One listener for the whole process: a press is never lost between two waits for it.
+    let mut interrupts = signal(SignalKind::interrupt())
+        .map_err(|err| format!("pi: cannot listen for Ctrl-C: {err}"))?;
     match &args.prompt {
         Some(prompt) => {
-            let outcome = run_turn(&mut agent, prompt).await;
+            let outcome = run_turn(&mut agent, prompt, &mut interrupts).await;
             Ok(exit_code(&outcome))
         }
-        None => interactive(&mut agent, &input).await,
+        None => interactive(&mut agent, &input, &mut interrupts).await,
     }
 }
 
@@ -156,7 +160,7 @@ fn session_path(args: &Args, cwd: &std::path::Path) -> Result<Option<PathBuf>, S
 
 /// One prompt with Ctrl-C aborting it: the first press aborts the turn (the session goes on), a
 /// second press while the turn is still winding down quits.
-async fn run_turn(agent: &mut CodingAgent, prompt: &str) -> PromptOutcome {
+async fn run_turn(agent: &mut CodingAgent, prompt: &str, interrupts: &mut Signal) -> PromptOutcome {
     let signal = CancellationToken::new();
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
@@ -166,11 +170,7 @@ async fn run_turn(agent: &mut CodingAgent, prompt: &str) -> PromptOutcome {
     loop {
         tokio::select! {
             outcome = &mut turn => return outcome,
-            interrupted = tokio::signal::ctrl_c() => {
-                if interrupted.is_err() {
-                    // No signal handler could be installed: stop listening, finish the turn.
-                    return turn.await;
-                }
+            _ = interrupts.recv() => {
                 if signal.is_cancelled() {
                     eprintln!("\npi: interrupted twice, quitting");
                     std::process::exit(130);
@@ -182,7 +182,11 @@ async fn run_turn(agent: &mut CodingAgent, prompt: &str) -> PromptOutcome {
     }
 }
 
-async fn interactive(agent: &mut CodingAgent, input: &Input) -> Result<ExitCode, String> {
+async fn interactive(
+    agent: &mut CodingAgent,
+    input: &Input,
+    interrupts: &mut Signal,
+) -> Result<ExitCode, String> {
     eprintln!(
         "pi: {}/{} in {}; tools: {}. Ctrl-C aborts a turn; Ctrl-D or /exit quits.",
         agent.model().provider(),
@@ -200,7 +204,7 @@ async fn interactive(agent: &mut CodingAgent, input: &Input) -> Result<ExitCode,
             let mut lines = input.lock().await;
             tokio::select! {
                 line = lines.next_line() => line.map_err(|err| format!("pi: reading input: {err}"))?,
-                _ = tokio::signal::ctrl_c() => None,
+                _ = interrupts.recv() => None,
             }
         };
         let Some(line) = line else {
@@ -212,7 +216,7 @@ async fn interactive(agent: &mut CodingAgent, input: &Input) -> Result<ExitCode,
             "" => continue,
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
             _ => {
-                run_turn(agent, prompt).await;
+                run_turn(agent, prompt, interrupts).await;
             }
         }
     }

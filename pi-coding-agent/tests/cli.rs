@@ -362,3 +362,54 @@ fn ctrl_c_in_the_interactive_mode_aborts_the_turn_and_the_session_goes_on() {
     let saved = std::fs::read_to_string(&session).unwrap();
     assert!(saved.lines().count() >= 7, "{saved}");
 }
+
+#[test]
+fn sessions_are_saved_per_directory_and_resumed() {
+    let server = fake_openai("echo saved");
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        pi_without_keys()
+            .args([
+                "--base-url",
+                &server,
+                "--model",
+                "fake",
+                "--yes",
+                "-p",
+                "go",
+                "--cwd",
+            ])
+            .arg(project.path())
+            .args(extra)
+            .env("PI_SESSION_DIR", sessions.path())
+            .output()
+            .expect("run pi")
+    };
+    let first = run(&[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let files: Vec<_> = std::fs::read_dir(sessions.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1);
+    let saved = std::fs::read_to_string(&files[0]).unwrap();
+    // Header, user, assistant (tool call), tool result, assistant (answer).
+    assert_eq!(saved.lines().count(), 5, "{saved}");
+
+    let resumed = run(&["--resume"]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        stderr.starts_with(&format!("Resumed {} (4 messages)", files[0].display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files[0]).unwrap().lines().count(),
+        9
+    );
+    assert_eq!(std::fs::read_dir(sessions.path()).unwrap().count(), 1);
+}

@@ -1,4 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
+//! `deny_unknown_fields`,
 //! `prepare_arguments`.
 
 use proc_macro2::TokenStream;
@@ -16,6 +17,7 @@ pub(crate) const KEYS: &[&str] = &[
     "sequential",
     "parallel",
     "prepare_arguments",
+    "deny_unknown_fields",
 ];
 
 /// `sequential` or `parallel`.
@@ -33,6 +35,8 @@ pub(crate) struct ToolArgs {
     pub(crate) description: Option<LitStr>,
     pub(crate) mode: Option<Mode>,
     pub(crate) prepare_arguments: Option<Path>,
+    /// Unknown argument keys are an error (`additionalProperties: false` in the schema).
+    pub(crate) deny_unknown_fields: Option<Path>,
 }
 
 impl ToolArgs {
@@ -74,6 +78,16 @@ impl ToolArgs {
             "prepare_arguments" => {
                 let value = path_value(cx, &meta);
                 set_once(cx, &mut self.prepare_arguments, &path, value);
+            }
+            "deny_unknown_fields" => {
+                if !matches!(meta, Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        &meta,
+                        "`deny_unknown_fields` is a flag and takes no value: write `#[tool(deny_unknown_fields)]`",
+                    );
+                    return;
+                }
+                set_once(cx, &mut self.deny_unknown_fields, &path, Some(path.clone()));
             }
             "sequential" | "parallel" => {
                 if !matches!(meta, Meta::Path(_)) {

@@ -76,6 +76,10 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
         Some(lit) => quote!(#lit),
         None => tool_fn.docs.to_tokens(),
     };
+    let deny_unknown_fields = args
+        .deny_unknown_fields
+        .as_ref()
+        .map(|_| quote!(#[serde(deny_unknown_fields)]));
     let label = args
         .label
         .as_ref()
@@ -170,6 +174,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
         #[derive(::pi_tool::__private::serde::Deserialize, ::pi_tool::__private::schemars::JsonSchema)]
         #[serde(crate = "::pi_tool::__private::serde")]
         #[schemars(crate = "::pi_tool::__private::schemars")]
+        #deny_unknown_fields
         #vis struct #params_ident {
             #(#fields,)*
         }

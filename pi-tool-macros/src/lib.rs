@@ -47,6 +47,7 @@ use proc_macro::TokenStream;
 /// | `description = "..."` | what the model reads to decide when to call the tool | the fn's doc comment (one of the two is required) |
 /// | `sequential` | any batch calling this tool runs one call at a time | the loop's setting |
 /// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
+/// | `deny_unknown_fields` | an argument the schema does not name is an error (`additionalProperties: false`), reported with "did you mean" | unknown arguments are ignored |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |
 ///
 /// # What it generates

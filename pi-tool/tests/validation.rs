@@ -356,3 +356,28 @@ fn a_missing_property_points_at_a_misspelled_key() {
         "Validation failed for tool \"echo\":\n  - text: missing required property (got \"txt\"; is it misspelled?)\n\nReceived arguments:\n{\n  \"txt\": \"a\",\n  \"count\": 1\n}"
     );
 }
+
+/// Rename a file.
+#[tool(deny_unknown_fields)]
+async fn rename(
+    /// Current path
+    from: String,
+    /// New path
+    to: String,
+) -> String {
+    format!("{from} -> {to}")
+}
+
+#[test]
+fn deny_unknown_fields_closes_the_schema_and_names_the_stray_key() {
+    assert_eq!(
+        RenameTool.spec().parameters["additionalProperties"],
+        json!(false)
+    );
+    assert_eq!(
+        pi_tool::validate_arguments(&RenameTool, &json!({"from": "a", "to": "b", "too": "c"}))
+            .expect_err("unknown key")
+            .to_string(),
+        "Validation failed for tool \"rename\":\n  - too: unknown property (did you mean \"to\"?)\n\nReceived arguments:\n{\n  \"from\": \"a\",\n  \"to\": \"b\",\n  \"too\": \"c\"\n}"
+    );
+}

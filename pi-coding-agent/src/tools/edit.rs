@@ -23,7 +23,12 @@ pub struct Replacement {
 }
 
 /// Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.
-#[tool(name = "edit", label = "edit", prepare_arguments = prepare_edit_arguments)]
+#[tool(
+    name = "edit",
+    label = "edit",
+    prepare_arguments = prepare_edit_arguments,
+    deny_unknown_fields
+)]
 pub async fn edit(
     /// Path to the file to edit (relative or absolute)
     path: String,

@@ -210,3 +210,21 @@ async fn concurrent_edits_to_one_file_are_serialized() {
         expected
     );
 }
+
+#[tokio::test]
+async fn an_unknown_top_level_key_is_refused_like_pi() {
+    let (dir, tools) = project();
+    write_file(dir.path(), "a.txt", "one\n");
+    let mut args = edit_args("a.txt", &[("one", "two")]);
+    args["path_hint"] = json!("a.txt");
+    let result = call(&tools, "edit", args).await;
+    assert!(
+        err_text(&result).contains("  - path_hint: unknown property (did you mean \"path\"?)\n"),
+        "{}",
+        err_text(&result)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+}

@@ -87,7 +87,19 @@ impl OpenAiCompletions {
         }
     }
 
-    /// Sets the compatibility flags (by default they follow the base URL).
+    /// Sets the compatibility flags (by default they follow the base URL). Start from the
+    /// flags in force:
+    ///
+    /// ```
+    /// use pi_runtime::providers::OpenAiCompletions;
+    ///
+    /// let model = OpenAiCompletions::new("mistral-7b").base_url("http://localhost:8000/v1");
+    /// let mut compat = model.compat_flags();
+    /// compat.strict = false; // this server rejects `strict`
+    /// compat.tool_result_name = true;
+    /// let model = model.compat(compat);
+    /// # let _ = model;
+    /// ```
     pub fn compat(mut self, compat: CompletionsCompat) -> Self {
         self.compat = Some(compat);
         self

@@ -1,5 +1,6 @@
 //! The HTTP clients against a local server that replays each API's stream: requests, headers,
 //! retries on 429/5xx, errors, a connection cut mid-stream, idle timeouts and aborts.
+#![cfg(feature = "http")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

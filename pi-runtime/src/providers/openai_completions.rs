@@ -54,6 +54,7 @@ impl Default for CompletionsCompat {
 /// A model behind the OpenAI Chat Completions API.
 ///
 /// ```
+/// # #[cfg(feature = "http")] {
 /// use pi_runtime::Model;
 /// use pi_runtime::providers::OpenAiCompletions;
 ///
@@ -62,6 +63,7 @@ impl Default for CompletionsCompat {
 /// // ...or any compatible server; a local one needs no key.
 /// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider_name("ollama");
 /// assert_eq!((gpt.api(), local.provider()), ("openai-completions", "ollama"));
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct OpenAiCompletions {

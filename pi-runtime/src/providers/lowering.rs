@@ -647,6 +647,25 @@ impl Lowering {
                 out.insert("type".into(), Value::String("string".into()));
             }
         }
+        // Gemini rejects an OBJECT without properties ("should be non-empty for OBJECT type");
+        // the root of a tool without parameters is left out of the declaration instead.
+        let no_properties = out
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty);
+        let is_map = source
+            .get("additionalProperties")
+            .is_some_and(|v| !v.is_boolean());
+        if depth > 0
+            && out.get("type").and_then(Value::as_str) == Some("object")
+            && no_properties
+            && !is_map
+        {
+            self.problem(
+                path,
+                "an object without properties cannot be described to Gemini",
+            );
+        }
         if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
             self.problem(
                 path,

@@ -58,6 +58,12 @@ async fn plan(
     format!("{steps:?} limit={limit}")
 }
 
+/// The time now.
+#[tool]
+async fn now() -> String {
+    "noon".into()
+}
+
 /// Tag a document.
 #[tool]
 async fn tag(
@@ -644,5 +650,30 @@ fn debug_output_hides_the_key() {
     assert!(
         !shown.contains("sk-ant-secret") && !shown.contains("hunter2"),
         "{shown}"
+    );
+}
+
+#[test]
+fn gemini_gets_no_parameters_for_a_tool_without_any() {
+    let specs = vec![NowTool.spec().clone()];
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &specs,
+    };
+    let body = GoogleGenerativeAi::new("gemini").request_body(context, &StreamOptions::default());
+    assert_eq!(
+        body["tools"][0]["functionDeclarations"][0],
+        json!({"name": "now", "description": "The time now."})
+    );
+    let open = ToolSpec {
+        name: "meta".into(),
+        description: "d".into(),
+        parameters: json!({"type": "object", "properties": {"extra": {"type": "object"}}}),
+    };
+    assert_eq!(
+        CompatibilityReport::of(&open).problems(SchemaMode::Gemini)[0].to_string(),
+        "extra: an object without properties cannot be described to Gemini"
     );
 }

@@ -172,7 +172,15 @@ impl GoogleGenerativeAi {
 /// there, otherwise the full JSON Schema as `parametersJsonSchema`.
 pub(crate) fn gemini_tool(spec: &ToolSpec) -> Value {
     let lowered = lower_schema(&spec.parameters, SchemaMode::Gemini);
-    if lowered.qualifies() {
+    let no_parameters = lowered
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty);
+    if lowered.qualifies() && no_parameters {
+        // Gemini rejects an object without properties: a tool without parameters has none.
+        json!({"name": spec.name, "description": spec.description})
+    } else if lowered.qualifies() {
         json!({"name": spec.name, "description": spec.description, "parameters": lowered.schema})
     } else {
         json!({"name": spec.name, "description": spec.description, "parametersJsonSchema": spec.parameters})

@@ -431,6 +431,16 @@ impl Lowering {
         }
         let is_object = source.get("type").and_then(Value::as_str) == Some("object")
             || source.contains_key("properties");
+        // `{"type": "object"}` inside a schema means any object; closing it would leave `{}`.
+        // (At the root it is a tool without parameters.)
+        let open =
+            !source.contains_key("properties") && !source.contains_key("additionalProperties");
+        if is_object && open && depth > 0 {
+            self.problem(
+                path,
+                "an open object (any keys) is not allowed in OpenAI strict mode",
+            );
+        }
         if is_object {
             out.entry("properties")
                 .or_insert_with(|| Value::Object(Map::new()));
@@ -647,6 +657,25 @@ impl Lowering {
                 out.insert("type".into(), Value::String("string".into()));
             }
         }
+        // Gemini rejects an OBJECT without properties ("should be non-empty for OBJECT type");
+        // the root of a tool without parameters is left out of the declaration instead.
+        let no_properties = out
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty);
+        let is_map = source
+            .get("additionalProperties")
+            .is_some_and(|v| !v.is_boolean());
+        if depth > 0
+            && out.get("type").and_then(Value::as_str) == Some("object")
+            && no_properties
+            && !is_map
+        {
+            self.problem(
+                path,
+                "an object without properties cannot be described to Gemini",
+            );
+        }
         if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
             self.problem(
                 path,
@@ -817,6 +846,26 @@ mod tests {
                 "both: `allOf` is not supported in OpenAI strict mode",
                 "both: any JSON value (an unconstrained schema) is not allowed in OpenAI strict mode",
             ]
+        );
+    }
+
+    #[test]
+    fn an_open_object_inside_is_not_strict_but_an_empty_root_is() {
+        let schema = json!({"type": "object", "properties": {"meta": {"type": "object"}}, "required": ["meta"]});
+        let problems: Vec<String> = lower_schema(&schema, SchemaMode::OpenAiStrict)
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            problems,
+            ["meta: an open object (any keys) is not allowed in OpenAI strict mode"]
+        );
+        let root = lower_schema(&json!({"type": "object"}), SchemaMode::OpenAiStrict);
+        assert!(root.qualifies());
+        assert_eq!(
+            root.schema,
+            json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false})
         );
     }
 

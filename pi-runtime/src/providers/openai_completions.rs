@@ -54,6 +54,7 @@ impl Default for CompletionsCompat {
 /// A model behind the OpenAI Chat Completions API.
 ///
 /// ```
+/// # #[cfg(feature = "http")] {
 /// use pi_runtime::Model;
 /// use pi_runtime::providers::OpenAiCompletions;
 ///
@@ -62,6 +63,7 @@ impl Default for CompletionsCompat {
 /// // ...or any compatible server; a local one needs no key.
 /// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1").provider_name("ollama");
 /// assert_eq!((gpt.api(), local.provider()), ("openai-completions", "ollama"));
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct OpenAiCompletions {
@@ -87,7 +89,19 @@ impl OpenAiCompletions {
         }
     }
 
-    /// Sets the compatibility flags (by default they follow the base URL).
+    /// Sets the compatibility flags (by default they follow the base URL). Start from the
+    /// flags in force:
+    ///
+    /// ```
+    /// use pi_runtime::providers::OpenAiCompletions;
+    ///
+    /// let model = OpenAiCompletions::new("mistral-7b").base_url("http://localhost:8000/v1");
+    /// let mut compat = model.compat_flags();
+    /// compat.strict = false; // this server rejects `strict`
+    /// compat.tool_result_name = true;
+    /// let model = model.compat(compat);
+    /// # let _ = model;
+    /// ```
     pub fn compat(mut self, compat: CompletionsCompat) -> Self {
         self.compat = Some(compat);
         self

@@ -234,7 +234,8 @@ fn without_yes_and_without_a_terminal_commands_are_refused() {
 fn ctrl_c_aborts_the_running_command_and_exits_130_in_one_shot_mode() {
     use std::io::{BufRead, BufReader, Read};
 
-    let server = fake_openai("echo started; sleep 30");
+    // `sta'rted'` keeps the needle out of the echoed command line: only the output has it.
+    let server = fake_openai("echo sta'rted'; sleep 30");
     let dir = tempfile::tempdir().unwrap();
     let mut child = pi_without_keys()
         .args([
@@ -283,7 +284,8 @@ fn ctrl_c_in_the_interactive_mode_aborts_the_turn_and_the_session_goes_on() {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    let server = fake_openai("echo started; sleep 4");
+    // `sta'rted'` keeps the needle out of the echoed command line: only the output has it.
+    let server = fake_openai("echo sta'rted'; sleep 4");
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("session.jsonl");
     let mut child = pi_without_keys()

@@ -216,7 +216,8 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
 async fn aborting_a_turn_kills_the_command_and_keeps_the_session_usable() {
     let project = tempfile::tempdir().unwrap();
     let model = Arc::new(ScriptedModel::new([
-        call("c1", "bash", json!({"command": "echo started; sleep 30"})),
+        // `sta'rted'` keeps the needle out of the echoed command line: only the output has it.
+        call("c1", "bash", json!({"command": "echo sta'rted'; sleep 30"})),
         answer("after the abort"),
     ]));
     let mut agent = CodingAgent::new(model.clone(), tools(project.path()), project.path())

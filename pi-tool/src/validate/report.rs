@@ -320,7 +320,9 @@ fn type_names(kind: &TypeKind) -> String {
     match kind {
         TypeKind::Single(single) => single.to_string(),
         TypeKind::Multiple(set) => {
-            let names: Vec<String> = set.iter().map(|t| t.to_string()).collect();
+            // `null` last: "integer or null" reads as an optional integer.
+            let mut names: Vec<String> = set.iter().map(|t| t.to_string()).collect();
+            names.sort_by_key(|name| name == "null");
             names.join(" or ")
         }
     }
@@ -348,6 +350,7 @@ pub(crate) fn render(value: &Value) -> String {
                 s.chars().count()
             )
         }
+        Value::Array(items) if items.len() == 1 => "an array of 1 item".to_owned(),
         Value::Array(items) => format!("an array of {} items", items.len()),
         Value::Object(map) => format!("an object with {} properties", map.len()),
         _ => text,

@@ -1,0 +1,152 @@
+//! Arguments come from an untrusted model: malformed, mistyped, oversized and hostile inputs
+//! get an error result the model can act on, never a panic or a hang.
+
+use pi_tool::{ToolCall, ToolRegistry, ToolResult, tool};
+use serde_json::{Value, json};
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct Item {
+    name: String,
+    tags: Option<Vec<String>>,
+}
+
+/// Store items.
+#[tool]
+async fn store(
+    /// Items to store
+    items: Vec<Item>,
+    /// A small count
+    #[schemars(range(max = 10))]
+    count: Option<u8>,
+    ratio: Option<f64>,
+) -> String {
+    format!("{} items, {count:?}, {ratio:?}", items.len())
+}
+
+async fn run(arguments: Value) -> ToolResult {
+    let tools = ToolRegistry::new().with(StoreTool);
+    tools.run(&ToolCall::new("c1", "store", arguments)).await
+}
+
+fn error_text(result: &ToolResult) -> String {
+    assert!(
+        result.is_error,
+        "expected an error, got {}",
+        result.text_content()
+    );
+    result.text_content()
+}
+
+#[tokio::test]
+async fn json_nested_deeper_than_the_parser_allows_is_an_error() {
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let text = error_text(&run(Value::String(format!("{{\"items\": {deep}}}"))).await);
+    assert!(
+        text.contains("  - root: arguments are not valid JSON (recursion limit exceeded"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_deep_value_built_in_memory_is_rejected_without_overflowing() {
+    let mut value = json!("leaf");
+    for _ in 0..100 {
+        value = json!([value]);
+    }
+    let text = error_text(&run(json!({"items": [{"name": "a", "tags": value}]})).await);
+    assert!(
+        text.contains("  - items.0.tags.0: expected string; got an array of 1 item\n"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn huge_arguments_are_handled_and_not_echoed_in_full() {
+    let big = "x".repeat(5_000_000);
+    let ok = run(json!({"items": [{"name": big}]})).await;
+    assert_eq!(ok.text_content(), "1 items, None, None");
+    let text = error_text(&run(json!({"items": [{"name": 1, "tags": [big]}], "count": big})).await);
+    assert!(text.len() < 2_000, "{} bytes", text.len());
+}
+
+#[tokio::test]
+async fn many_items_are_validated_in_linear_time() {
+    let items: Vec<Value> = (0..100_000).map(|i| json!({"name": i})).collect();
+    let result = run(json!({"items": items})).await;
+    assert_eq!(
+        result.text_content(),
+        "100000 items, None, None",
+        "numbers became strings"
+    );
+}
+
+#[tokio::test]
+async fn out_of_range_and_odd_numbers_are_errors() {
+    assert!(
+        error_text(&run(json!({"items": [], "count": 300})).await)
+            .contains("  - count: expected at most 10; got 300\n")
+    );
+    assert!(
+        error_text(&run(json!({"items": [], "count": -1})).await)
+            .contains("  - count: expected at least 0; got -1\n")
+    );
+    assert!(
+        error_text(&run(json!({"items": [], "count": "1e400"})).await)
+            .contains("  - count: expected integer or null; got \"1e400\"\n")
+    );
+    assert!(
+        error_text(&run(json!({"items": [], "ratio": "NaN"})).await)
+            .contains("  - ratio: expected number or null; got \"NaN\"\n")
+    );
+    assert!(
+        error_text(&run(json!({"items": [], "ratio": "inf"})).await)
+            .contains("  - ratio: expected number or null; got \"inf\"\n")
+    );
+    assert!(
+        error_text(&run(json!({"items": [], "count": "99999999999999999999999"})).await)
+            .contains("  - count:")
+    );
+}
+
+#[tokio::test]
+async fn unusual_keys_and_strings_are_fine() {
+    let result =
+        run(json!({"items": [{"name": "名前 🦀 \u{0}", "tags": ["\u{202e}rtl"]}], "💥": 1})).await;
+    assert_eq!(result.text_content(), "1 items, None, None");
+    let text = error_text(&run(json!({"itemz": [], "ïtems": 2})).await);
+    assert!(
+        text.contains("  - items: missing required property (got \""),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn wrong_shapes_at_every_level_are_reported() {
+    for (arguments, expected) in [
+        (json!(42), "  - root: expected object; got 42\n"),
+        (json!([]), "  - root: expected object; got []\n"),
+        (json!(true), "  - root: expected object; got true\n"),
+        (
+            json!({"items": {"name": "a"}}),
+            "  - items: expected array; got {\"name\":\"a\"}\n",
+        ),
+        (
+            json!({"items": ["a"]}),
+            "  - items.0: expected object; got \"a\"\n",
+        ),
+        (
+            json!({"items": [{"tags": "not json"}]}),
+            "  - items.0.name: missing required property\n",
+        ),
+        (
+            json!({"items": "[{\"name\": 5"}),
+            "  - items: expected array; got \"[{\\\"name\\\": 5\"\n",
+        ),
+    ] {
+        let text = error_text(&run(arguments).await);
+        assert!(
+            text.contains(expected),
+            "{text}\n---expected---\n{expected}"
+        );
+    }
+}

@@ -20,7 +20,14 @@ async fn store(
     count: Option<u8>,
     ratio: Option<f64>,
 ) -> String {
-    format!("{} items, {count:?}, {ratio:?}", items.len())
+    let characters: usize = items
+        .iter()
+        .map(|item| item.name.len() + item.tags.iter().flatten().map(String::len).sum::<usize>())
+        .sum();
+    format!(
+        "{} items ({characters} bytes), {count:?}, {ratio:?}",
+        items.len()
+    )
 }
 
 async fn run(arguments: Value) -> ToolResult {
@@ -64,7 +71,7 @@ async fn a_deep_value_built_in_memory_is_rejected_without_overflowing() {
 async fn huge_arguments_are_handled_and_not_echoed_in_full() {
     let big = "x".repeat(5_000_000);
     let ok = run(json!({"items": [{"name": big}]})).await;
-    assert_eq!(ok.text_content(), "1 items, None, None");
+    assert_eq!(ok.text_content(), "1 items (5000000 bytes), None, None");
     let text = error_text(&run(json!({"items": [{"name": 1, "tags": [big]}], "count": big})).await);
     assert!(text.len() < 2_000, "{} bytes", text.len());
 }
@@ -75,7 +82,7 @@ async fn many_items_are_validated_in_linear_time() {
     let result = run(json!({"items": items})).await;
     assert_eq!(
         result.text_content(),
-        "100000 items, None, None",
+        "100000 items (488890 bytes), None, None",
         "numbers became strings"
     );
 }
@@ -112,7 +119,7 @@ async fn out_of_range_and_odd_numbers_are_errors() {
 async fn unusual_keys_and_strings_are_fine() {
     let result =
         run(json!({"items": [{"name": "名前 🦀 \u{0}", "tags": ["\u{202e}rtl"]}], "💥": 1})).await;
-    assert_eq!(result.text_content(), "1 items, None, None");
+    assert_eq!(result.text_content(), "1 items (19 bytes), None, None");
     let text = error_text(&run(json!({"itemz": [], "ïtems": 2})).await);
     assert!(
         text.contains("  - items: missing required property (got \""),

@@ -293,3 +293,39 @@ fn keys_set_label_and_mode() {
 async fn the_fn_stays_callable() {
     assert_eq!(greet("Bo".into()).await, "hello Bo");
 }
+
+/// An email address, checked by its own `TryFrom` after schema validation.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(try_from = "String")]
+struct Email(String);
+
+impl TryFrom<String> for Email {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        if text.contains('@') {
+            Ok(Email(text))
+        } else {
+            Err(format!("{text:?} is not an email address"))
+        }
+    }
+}
+
+/// Sends a message.
+#[tool]
+async fn send(to: Email) -> String {
+    format!("sent to {}", to.0)
+}
+
+#[tokio::test]
+async fn a_deserialization_error_after_validation_is_an_error_result() {
+    assert_eq!(
+        call("send", json!({"to": "ada@example.com"}))
+            .await
+            .text_content(),
+        "sent to ada@example.com"
+    );
+    assert_eq!(
+        call("send", json!({"to": "ada"})).await,
+        ToolResult::error("Invalid arguments for tool \"send\": \"ada\" is not an email address")
+    );
+}

@@ -5,6 +5,7 @@
 //! cargo bench -p pi-runtime --bench loop_workloads                 # ours only
 //! cargo bench -p pi-runtime --bench loop_workloads -- --compare     # ours and pi (node), with ratios
 //! options: --only W1,W4  --runs N  --warmup N  --pi-json FILE (reuse a pi result)  --pi-sh PATH
+//!          --parts (time the per-call pieces that come from pi-tool, outside the loop)
 //! ```
 //!
 //! Each workload runs in its own child process (this binary re-executed with `--child W`), so
@@ -238,6 +239,7 @@ struct Options {
     runs: Option<usize>,
     warmup: Option<usize>,
     compare: bool,
+    parts: bool,
     pi_json: Option<String>,
     pi_sh: String,
 }
@@ -249,6 +251,7 @@ fn parse_options() -> Options {
         runs: None,
         warmup: None,
         compare: false,
+        parts: false,
         pi_json: None,
         pi_sh: std::env::var("PI_BENCH_SH")
             .unwrap_or_else(|_| "/work/shared/bench/pi/run.sh".to_owned()),
@@ -265,6 +268,7 @@ fn parse_options() -> Options {
             "--runs" => options.runs = args.next().and_then(|s| s.parse().ok()),
             "--warmup" => options.warmup = args.next().and_then(|s| s.parse().ok()),
             "--compare" => options.compare = true,
+            "--parts" => options.parts = true,
             "--pi-json" => options.pi_json = args.next(),
             "--pi-sh" => {
                 if let Some(path) = args.next() {
@@ -382,6 +386,75 @@ fn child(workload: &str, options: &Options) -> Value {
     let mut out = out;
     out["peak_rss_kb"] = json!(peak_rss_kb());
     out
+}
+
+/// Times the per-call pieces that come from `pi-tool` (and the tool itself), without the loop,
+/// to show where a W1/W4 call's time goes. Median of 30 rounds of 1,000 calls, ns per call.
+fn parts() {
+    use futures_util::FutureExt;
+    use pi_tool::{ToolContext, ToolResult, execute_call, prepare_call};
+
+    fn time_per_call(mut round: impl FnMut() -> usize) -> f64 {
+        let mut samples: Vec<f64> = (0..40)
+            .map(|_| {
+                let started = Instant::now();
+                let calls = round();
+                started.elapsed().as_secs_f64() * 1e9 / calls as f64
+            })
+            .skip(10)
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    }
+
+    let echo = EchoTool;
+    let good: Vec<Value> = (0..1000).map(echo_args).collect();
+    let bad = json!({"text": ["not", "a", "string"], "count": "three"});
+    let signal = CancellationToken::new();
+    let sink: pi_tool::UpdateSink = Arc::new(|_: ToolResult| {});
+    let prepared: Vec<Value> = good
+        .iter()
+        .map(|args| prepare_call(&echo, args).expect("valid"))
+        .collect();
+
+    let valid = time_per_call(|| {
+        good.iter()
+            .filter(|args| prepare_call(&echo, args).is_ok())
+            .count()
+    });
+    let invalid = time_per_call(|| {
+        (0..1000)
+            .filter(|_| prepare_call(&echo, &bad).is_err())
+            .count()
+    });
+    let context = time_per_call(|| {
+        (0..1000)
+            .map(|i| {
+                let ctx = ToolContext::new(if i % 2 == 0 { "call_0" } else { "call_1" })
+                    .with_signal(signal.clone())
+                    .with_updates(Arc::clone(&sink));
+                drop(ctx);
+            })
+            .count()
+    });
+    let execute = time_per_call(|| {
+        prepared
+            .iter()
+            .filter_map(|args| {
+                execute_call(&echo, args.clone(), ToolContext::new("c")).now_or_never()
+            })
+            .count()
+    });
+    let clone_args = time_per_call(|| prepared.iter().map(Value::clone).count());
+    let cancelled = time_per_call(|| (0..1000).filter(|_| !signal.is_cancelled()).count());
+    println!("\n# per-call pieces outside the loop (ns per call, median)");
+    println!("pi_tool::prepare_call, valid echo args (W1):    {valid:>7.0}");
+    println!("pi_tool::prepare_call, invalid args (W4):       {invalid:>7.0}");
+    println!("ToolContext::new + with_signal + with_updates:  {context:>7.0}");
+    println!(
+        "execute_call(echo) incl. ToolContext::new:      {execute:>7.0}  (of which cloning the args: {clone_args:.0})"
+    );
+    println!("CancellationToken::is_cancelled:                {cancelled:>7.0}");
 }
 
 fn fmt_num(x: f64, decimals: usize) -> String {
@@ -574,6 +647,10 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
 
 fn main() {
     let options = parse_options();
+    if options.parts {
+        parts();
+        return;
+    }
     if let Some(workload) = &options.child {
         let result = child(workload, &options);
         println!("@@RESULT {result}");

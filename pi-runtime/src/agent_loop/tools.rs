@@ -234,8 +234,12 @@ impl Batch<'_, '_> {
         // The calls still running after their first poll: what an abort needs to answer them.
         let mut running_meta = Vec::new();
         let mut finished_first = Vec::new();
-        let start =
-            |slot: usize, prepared: Prepared| async move { (slot, self.execute(prepared).await) };
+        // A finished call comes back as its message and end event (small), not its result.
+        let start = |slot: usize, prepared: Prepared| async move {
+            let (call, result, started) = self.execute(prepared).await;
+            let (done, end) = self.finish_quietly(&call, result, started);
+            (slot, done, end)
+        };
         // Calls that finish on their first poll hand their box to the next call.
         let mut spare = None;
         while running_count < limit {
@@ -248,8 +252,7 @@ impl Batch<'_, '_> {
                 .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
             execution.set(OptionFuture::from(Some(start(slot, prepared))));
             match poll_once(execution.as_mut()).await {
-                Poll::Ready(Some((slot, (_, result, _)))) => {
-                    let (done, end) = self.finish_quietly(&call, result, started);
+                Poll::Ready(Some((slot, done, end))) => {
                     slots[slot] = Some(done);
                     finished_first.push(end);
                     execution.set(OptionFuture::from(None));
@@ -302,8 +305,9 @@ impl Batch<'_, '_> {
                 let Some(next) = next else {
                     break;
                 };
-                if let Some((slot, (call, result, started))) = next {
-                    slots[slot] = Some(self.finish(&call, result, started).await);
+                if let Some((slot, done, end)) = next {
+                    slots[slot] = Some(done);
+                    self.env.emitter.emit(end).await;
                 }
             }
             if aborted {

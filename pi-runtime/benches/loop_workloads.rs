@@ -347,7 +347,15 @@ fn child(workload: &str, options: &Options) -> Value {
                     .filter_map(|m| m.as_tool_result())
                     .map(|r| r.tool_call_id.clone())
                     .collect();
-                json!({"parallel": {"median_ms": parallel.median_s * 1e3, "min_ms": parallel.min_s * 1e3, "max_ms": parallel.max_s * 1e3, "runs": parallel.runs},
+                // The timer alone: one 20 ms tokio sleep, outside any loop.
+                let mut alone = Vec::new();
+                for _ in 0..10 {
+                    let started = Instant::now();
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    alone.push(started.elapsed().as_secs_f64());
+                }
+                let timer_alone_ms = median(alone) * 1e3;
+                json!({"timer_alone_ms": timer_alone_ms, "parallel": {"median_ms": parallel.median_s * 1e3, "min_ms": parallel.min_s * 1e3, "max_ms": parallel.max_s * 1e3, "runs": parallel.runs},
                        "sequential": {"median_ms": sequential.median_s * 1e3, "min_ms": sequential.min_s * 1e3, "max_ms": sequential.max_s * 1e3, "runs": sequential.runs},
                        "calls_per_run": N, "timer_ms": 20,
                        "order_probe": {"tool_execution_end_order": probe.end_order, "tool_result_message_order": result_order}})
@@ -495,9 +503,10 @@ fn summary(workload: &str, r: &Value) -> String {
             r["median_ms"].as_f64().unwrap_or(0.0) * 1e3 / 2000.0
         ),
         "W3" => format!(
-            "W3 parallel-io: parallel {:.2} ms (median of {} runs), sequential {:.1} ms (median of {} runs) for 100 calls x 20 ms (peak RSS {rss:.1} MiB)",
+            "W3 parallel-io: parallel {:.2} ms (median of {} runs; one 20 ms tokio sleep alone takes {:.2} ms), sequential {:.1} ms (median of {} runs) for 100 calls x 20 ms (peak RSS {rss:.1} MiB)",
             r["parallel"]["median_ms"].as_f64().unwrap_or(0.0),
             r["parallel"]["runs"],
+            r["timer_alone_ms"].as_f64().unwrap_or(0.0),
             r["sequential"]["median_ms"].as_f64().unwrap_or(0.0),
             r["sequential"]["runs"]
         ),

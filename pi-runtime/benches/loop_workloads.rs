@@ -639,7 +639,11 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
                 } else {
                     pi / ours
                 };
-                format!("{better:.1}x better")
+                if better >= 1.0 {
+                    format!("{better:.1}x better")
+                } else {
+                    format!("{better:.2}x (worse)")
+                }
             }
             _ => "-".to_owned(),
         };

@@ -171,7 +171,12 @@ impl Batch<'_, '_> {
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
             let started = Instant::now();
-            let (done, end) = match self.prepare(call.clone(), started).await {
+            let preparation = if self.env.config.before_tool_call.is_none() {
+                self.validate(call.clone(), started)
+            } else {
+                self.prepare(call.clone(), started).await
+            };
+            let (done, end) = match preparation {
                 Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
                 Preparation::Ready(prepared) => {
                     let (call, result, started) = self.execute_until_aborted(prepared).await;
@@ -205,7 +210,12 @@ impl Batch<'_, '_> {
                 self.env.emitter.emit(start).await;
             }
             let started = Instant::now();
-            match self.prepare(call.clone(), started).await {
+            let preparation = if buffer {
+                self.validate(call.clone(), started)
+            } else {
+                self.prepare(call.clone(), started).await
+            };
+            match preparation {
                 Preparation::Immediate(result) => {
                     let (done, end) = self.finish_quietly(&call, result, started);
                     if buffer {
@@ -334,21 +344,14 @@ impl Batch<'_, '_> {
 
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
     async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation {
-        if self.truncated {
-            return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
+        if self.env.config.before_tool_call.is_none() {
+            return self.validate(call, started);
         }
-        if self.env.signal.is_cancelled() {
-            return Preparation::Immediate(ToolResult::error(ABORTED));
-        }
-        let Some(tool) = self.env.tools.get(call.name()) else {
-            return Preparation::Immediate(ToolResult::error(tool_not_found_message(
-                call.name(),
-                self.env.tools.names(),
-            )));
-        };
-        let mut args = match prepare_call(tool.as_ref(), call.arguments()) {
-            Ok(args) => args,
-            Err(err) => return Preparation::Immediate(ToolResult::error(err.message())),
+        let (call, tool, mut args) = match self.validate(call, started) {
+            Preparation::Ready(Prepared {
+                call, tool, args, ..
+            }) => (call, tool, args),
+            immediate => return immediate,
         };
         if let Some(hook) = &self.env.config.before_tool_call {
             let ctx = BeforeToolCallContext {
@@ -386,10 +389,36 @@ impl Batch<'_, '_> {
         }
         Preparation::Ready(Prepared {
             call,
-            tool: Arc::clone(tool),
+            tool,
             args,
             started,
         })
+    }
+
+    /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
+    /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
+    fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation {
+        if self.truncated {
+            return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
+        }
+        if self.env.signal.is_cancelled() {
+            return Preparation::Immediate(ToolResult::error(ABORTED));
+        }
+        let Some(tool) = self.env.tools.get(call.name()) else {
+            return Preparation::Immediate(ToolResult::error(tool_not_found_message(
+                call.name(),
+                self.env.tools.names(),
+            )));
+        };
+        match prepare_call(tool.as_ref(), call.arguments()) {
+            Ok(args) => Preparation::Ready(Prepared {
+                call,
+                tool: Arc::clone(tool),
+                args,
+                started,
+            }),
+            Err(err) => Preparation::Immediate(ToolResult::error(err.message())),
+        }
     }
 
     /// [`execute`](Self::execute), but an abort stops waiting for a call that is still running

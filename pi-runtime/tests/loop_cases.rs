@@ -958,3 +958,44 @@ async fn an_abort_stops_waiting_for_a_sequential_tool_that_ignores_it() {
         ]
     );
 }
+
+#[tokio::test]
+async fn messages_serialize_with_pis_json_shapes() {
+    let model = scripted(vec![echo_call("t1", "x"), text("done")]);
+    let events = run(echo_tools(), AgentLoopConfig::new(), model).await;
+    let messages = new_messages(&events);
+    let mut assistant = serde_json::to_value(&*messages[1]).unwrap();
+    assistant["timestamp"] = json!(0);
+    assert_eq!(
+        assistant,
+        json!({
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "t1", "name": "echo", "arguments": {"value": "x"}}],
+            "api": "scripted", "provider": "scripted", "model": "scripted-1",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+            "stopReason": "toolUse",
+            "timestamp": 0
+        })
+    );
+    let mut result = serde_json::to_value(&*messages[2]).unwrap();
+    assert!(result["timestamp"].as_i64().unwrap() > 0);
+    result["timestamp"] = json!(0);
+    result["durationMs"] = json!(0);
+    assert_eq!(
+        result,
+        json!({
+            "role": "toolResult",
+            "toolCallId": "t1",
+            "toolName": "echo",
+            "content": [{"type": "text", "text": "echoed: x"}],
+            "details": null,
+            "isError": false,
+            "durationMs": 0,
+            "timestamp": 0
+        })
+    );
+    // And back.
+    let parsed: Message = serde_json::from_value(result).unwrap();
+    assert_eq!(parsed.as_tool_result().unwrap().text(), "echoed: x");
+}

@@ -1,12 +1,14 @@
 //! The agent loop (pi's `agentLoop` / `agentLoopContinue`): hands the tools to a model, runs its
 //! tool calls, and repeats until the model stops calling tools.
 
+mod batch;
+mod call;
+mod clock;
 mod context;
 mod emitter;
 mod guard;
 mod run;
 mod stream;
-mod tools;
 
 use std::sync::Arc;
 
@@ -138,7 +140,7 @@ fn start(
         signal,
         options,
         emitter: Emitter::new(Arc::clone(&shared)),
-        clock: tools::Clock::new(),
+        clock: clock::Clock::new(),
     };
     AgentStream::new(Box::pin(run.run(prompts)), shared)
 }

@@ -8,8 +8,9 @@ use super::context::ToolSet;
 use super::emitter::Emitter;
 use futures_util::StreamExt;
 
+use super::batch::{BatchEnv, execute_tool_calls};
+use super::clock::Clock;
 use super::guard::guarded;
-use super::tools::{BatchEnv, Clock, execute_tool_calls};
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, Message, StopReason};

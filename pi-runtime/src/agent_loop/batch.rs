@@ -1,8 +1,8 @@
-//! One batch of tool calls (pi's `executeToolCalls`): preparation, execution in parallel or
-//! in sequence, `after_tool_call`, and the result messages.
+//! One batch of tool calls (pi's `executeToolCalls`): the choice between parallel and
+//! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
+//! single call is in `call.rs`.
 
-use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
@@ -10,30 +10,16 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
-use pi_tool::{
-    AgentTool, CancellationToken, ExecutionMode, StateMap, ToolContext, ToolResult, execute_call,
-    prepare_call, tool_not_found_message,
-};
-use serde_json::Value;
+use pi_tool::{CancellationToken, ExecutionMode, StateMap, ToolResult};
 
+use super::call::{Finished, Preparation, Prepared, poll_once};
+use super::clock::Clock;
 use super::context::ToolSet;
 use super::emitter::Emitter;
-use super::guard::guarded;
 use super::run::ABORTED;
-use crate::config::{AfterToolCallContext, AgentLoopConfig, BeforeToolCallContext, ToolExecution};
+use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
-use crate::message::{Message, StopReason, ToolResultMessage, now_ms};
-
-/// The text of a blocked call without a reason.
-const BLOCKED: &str = "Tool execution was blocked";
-
-/// The error of a call the loop refuses because its message hit the output token limit.
-fn length_refusal(name: &str) -> String {
-    format!(
-        "Tool call \"{name}\" was not executed: the response hit the output token limit, so its arguments may be \
-         truncated. Re-issue the tool call with complete arguments."
-    )
-}
+use crate::message::{Message, StopReason};
 
 /// What a batch borrows from its run.
 pub(crate) struct BatchEnv<'a> {
@@ -46,29 +32,6 @@ pub(crate) struct BatchEnv<'a> {
     pub(crate) clock: &'a Clock,
 }
 
-/// Wall-clock timestamps derived from the monotonic clock, so that a finished call reads the
-/// clock once for both its duration and its message's timestamp.
-pub(crate) struct Clock {
-    base: Instant,
-    base_ms: i64,
-}
-
-impl Clock {
-    pub(crate) fn new() -> Self {
-        Clock {
-            base: Instant::now(),
-            base_ms: now_ms(),
-        }
-    }
-
-    /// Milliseconds since the Unix epoch at `instant`.
-    fn epoch_ms(&self, instant: Instant) -> i64 {
-        let elapsed = instant.saturating_duration_since(self.base).as_millis();
-        self.base_ms
-            .saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
-    }
-}
-
 /// What a batch produced.
 pub(crate) struct BatchOutcome {
     /// One tool-result message per call, in call order.
@@ -77,27 +40,6 @@ pub(crate) struct BatchOutcome {
     pub(crate) terminate: bool,
     /// Tools the results asked to activate.
     pub(crate) added_tool_names: Vec<String>,
-}
-
-/// A call that passed preparation.
-struct Prepared {
-    call: ToolCallRef,
-    tool: Arc<dyn AgentTool>,
-    args: Value,
-    started: Instant,
-}
-
-enum Preparation {
-    /// The call failed (or was refused) before running: its result is final.
-    Immediate(ToolResult),
-    Ready(Prepared),
-}
-
-/// A finished call: its result message and the loop hints of its result.
-struct Finished {
-    message: Arc<Message>,
-    terminate: bool,
-    added_tool_names: Vec<String>,
 }
 
 /// Runs every tool call of `assistant`.
@@ -153,10 +95,10 @@ impl BatchOutcome {
     }
 }
 
-struct Batch<'a, 'b> {
-    env: &'a BatchEnv<'b>,
-    truncated: bool,
-    hook_messages: Option<Arc<[Arc<Message>]>>,
+pub(super) struct Batch<'a, 'b> {
+    pub(super) env: &'a BatchEnv<'b>,
+    pub(super) truncated: bool,
+    pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
 }
 
 impl Batch<'_, '_> {
@@ -341,225 +283,6 @@ impl Batch<'_, '_> {
         }
         self.env.emitter.emit_all(events).await;
     }
-
-    /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
-    async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation {
-        if self.env.config.before_tool_call.is_none() {
-            return self.validate(call, started);
-        }
-        let (call, tool, mut args) = match self.validate(call, started) {
-            Preparation::Ready(Prepared {
-                call, tool, args, ..
-            }) => (call, tool, args),
-            immediate => return immediate,
-        };
-        if let Some(hook) = &self.env.config.before_tool_call {
-            let ctx = BeforeToolCallContext {
-                assistant_message: Arc::clone(call.message()),
-                tool_call: call.block().call.clone(),
-                args: args.clone(),
-                messages: self
-                    .hook_messages
-                    .clone()
-                    .unwrap_or_else(|| self.env.transcript.into()),
-                signal: self.env.signal.clone(),
-            };
-            match guarded(|| hook(ctx)).await {
-                Ok(Ok(decision)) => {
-                    if decision.block {
-                        let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
-                        return Preparation::Immediate(
-                            ToolResult::error(reason).with_terminate(decision.terminate),
-                        );
-                    }
-                    if let Some(replaced) = decision.args {
-                        args = replaced;
-                    }
-                }
-                Ok(Err(err)) => return Preparation::Immediate(ToolResult::error(err.message())),
-                Err(panic) => {
-                    return Preparation::Immediate(ToolResult::error(format!(
-                        "before_tool_call panicked: {panic}"
-                    )));
-                }
-            }
-            if self.env.signal.is_cancelled() {
-                return Preparation::Immediate(ToolResult::error(ABORTED));
-            }
-        }
-        Preparation::Ready(Prepared {
-            call,
-            tool,
-            args,
-            started,
-        })
-    }
-
-    /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
-    /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
-    fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation {
-        if self.truncated {
-            return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
-        }
-        if self.env.signal.is_cancelled() {
-            return Preparation::Immediate(ToolResult::error(ABORTED));
-        }
-        let Some(tool) = self.env.tools.get(call.name()) else {
-            return Preparation::Immediate(ToolResult::error(tool_not_found_message(
-                call.name(),
-                self.env.tools.names(),
-            )));
-        };
-        match prepare_call(tool.as_ref(), call.arguments()) {
-            Ok(args) => Preparation::Ready(Prepared {
-                call,
-                tool: Arc::clone(tool),
-                args,
-                started,
-            }),
-            Err(err) => Preparation::Immediate(ToolResult::error(err.message())),
-        }
-    }
-
-    /// [`execute`](Self::execute), but an abort stops waiting for a call that is still running
-    /// (the call is answered `Operation aborted`).
-    async fn execute_until_aborted(
-        &self,
-        prepared: Prepared,
-    ) -> (ToolCallRef, ToolResult, Instant) {
-        let (call, started) = (prepared.call.clone(), prepared.started);
-        let mut execution = pin!(self.execute(prepared));
-        if let Poll::Ready(done) = poll_once(execution.as_mut()).await {
-            return done;
-        }
-        match select(execution, pin!(self.env.signal.cancelled())).await {
-            Either::Left((done, _)) => done,
-            Either::Right(((), _)) => (call, ToolResult::error(ABORTED), started),
-        }
-    }
-
-    /// Runs a prepared call and `after_tool_call`.
-    async fn execute(&self, prepared: Prepared) -> (ToolCallRef, ToolResult, Instant) {
-        let Prepared {
-            call,
-            tool,
-            args,
-            started,
-        } = prepared;
-        if self.env.signal.is_cancelled() {
-            return (call, ToolResult::error(ABORTED), started);
-        }
-        let shared = Arc::clone(self.env.emitter.shared());
-        let update_call = call.clone();
-        let ctx = ToolContext::new(call.id())
-            .with_signal(self.env.signal.clone())
-            .with_state(self.env.state.clone())
-            .with_updates(Arc::new(move |partial_result| {
-                shared.push_now(AgentEvent::ToolExecutionUpdate {
-                    call: update_call.clone(),
-                    partial_result: Box::new(partial_result),
-                });
-            }));
-        match &self.env.config.after_tool_call {
-            None => {
-                let result = execute_call(tool.as_ref(), args, ctx).await;
-                (call, result, started)
-            }
-            Some(_) => {
-                // Boxed so that the hook's state does not grow every call's future.
-                let result =
-                    Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
-                (call, result, started)
-            }
-        }
-    }
-
-    /// Runs a call, then `after_tool_call` on its result.
-    async fn execute_with_after_hook(
-        &self,
-        call: &ToolCallRef,
-        tool: &dyn AgentTool,
-        args: Value,
-        ctx: ToolContext,
-    ) -> ToolResult {
-        let mut result = execute_call(tool, args.clone(), ctx).await;
-        let Some(hook) = &self.env.config.after_tool_call else {
-            return result;
-        };
-        let hook_ctx = AfterToolCallContext {
-            assistant_message: Arc::clone(call.message()),
-            tool_call: call.block().call.clone(),
-            args,
-            is_error: result.is_error,
-            result: result.clone(),
-            messages: self
-                .hook_messages
-                .clone()
-                .unwrap_or_else(|| self.env.transcript.into()),
-            signal: self.env.signal.clone(),
-        };
-        match guarded(|| hook(hook_ctx)).await {
-            Ok(Ok(overrides)) => overrides.apply(&mut result),
-            Ok(Err(err)) => result = ToolResult::error(err.message()),
-            Err(panic) => result = ToolResult::error(format!("after_tool_call panicked: {panic}")),
-        }
-        result
-    }
-
-    /// Builds the result message and emits `ToolExecutionEnd`.
-    async fn finish(&self, call: &ToolCallRef, result: ToolResult, started: Instant) -> Finished {
-        let (done, end) = self.finish_quietly(call, result, started);
-        self.env.emitter.emit(end).await;
-        done
-    }
-
-    /// Builds the result message and the `ToolExecutionEnd` event to emit for it.
-    fn finish_quietly(
-        &self,
-        call: &ToolCallRef,
-        result: ToolResult,
-        started: Instant,
-    ) -> (Finished, AgentEvent) {
-        let now = Instant::now();
-        let duration_ms =
-            u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
-        let ToolResult {
-            content,
-            details,
-            usage,
-            added_tool_names,
-            terminate,
-            is_error,
-        } = result;
-        let message = Arc::new(Message::ToolResult(ToolResultMessage {
-            tool_call_id: call.id().to_owned(),
-            tool_name: call.name().to_owned(),
-            content,
-            details,
-            is_error,
-            duration_ms: Some(duration_ms),
-            timestamp: self.env.clock.epoch_ms(now),
-        }));
-        let end = AgentEvent::ToolExecutionEnd {
-            call: call.clone(),
-            result: Arc::clone(&message),
-            is_error,
-            terminate,
-            usage: usage.map(Box::new),
-            duration_ms,
-        };
-        let done = Finished {
-            message,
-            terminate,
-            added_tool_names,
-        };
-        (done, end)
-    }
-}
-
-/// Polls a future once with the current task's context.
-async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// `MessageStart` and `MessageEnd` of a message.

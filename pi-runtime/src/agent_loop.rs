@@ -6,6 +6,7 @@ mod call;
 mod clock;
 mod context;
 mod emitter;
+mod grace;
 mod guard;
 mod run;
 mod stream;

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pi_tool::{BoxFuture, CancellationToken, Content, ToolCall, ToolError, ToolResult, Usage};
 use serde_json::Value;
@@ -248,7 +249,7 @@ pub type ApiKeyHook = Arc<dyn Fn(String) -> BoxFuture<'static, Option<String>> +
 ///     });
 /// # let _ = config;
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct AgentLoopConfig {
     /// Maps the transcript to what the model sees (pi's `convertToLlm`). `None` passes the
     /// transcript through; providers skip [`Message::Custom`] themselves.
@@ -274,12 +275,45 @@ pub struct AgentLoopConfig {
     pub max_parallel: Option<usize>,
     /// Options for every model request (the run's signal replaces `signal`).
     pub stream_options: StreamOptions,
+    /// After an abort, how long the loop still waits for running tools to answer for
+    /// themselves (a shell's partial output and `Command aborted`) before it answers them
+    /// `Operation aborted` and moves on. Default: one second.
+    pub abort_grace: Duration,
+}
+
+/// The default [`AgentLoopConfig::abort_grace`].
+pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
+
+impl Default for AgentLoopConfig {
+    fn default() -> Self {
+        AgentLoopConfig {
+            convert_to_llm: None,
+            transform_context: None,
+            before_tool_call: None,
+            after_tool_call: None,
+            should_stop_after_turn: None,
+            get_steering_messages: None,
+            get_follow_up_messages: None,
+            get_api_key: None,
+            tool_execution: ToolExecution::default(),
+            max_parallel: None,
+            stream_options: StreamOptions::default(),
+            abort_grace: DEFAULT_ABORT_GRACE,
+        }
+    }
 }
 
 impl AgentLoopConfig {
     /// The default configuration: parallel, no hooks.
     pub fn new() -> Self {
         AgentLoopConfig::default()
+    }
+
+    /// Sets [`abort_grace`](Self::abort_grace).
+    #[must_use]
+    pub fn abort_grace(mut self, grace: Duration) -> Self {
+        self.abort_grace = grace;
+        self
     }
 
     /// Sets the execution mode.
@@ -421,6 +455,7 @@ impl fmt::Debug for AgentLoopConfig {
         f.debug_struct("AgentLoopConfig")
             .field("tool_execution", &self.tool_execution)
             .field("max_parallel", &self.max_parallel)
+            .field("abort_grace", &self.abort_grace)
             .field("hooks", &hooks)
             .field("stream_options", &self.stream_options)
             .finish()

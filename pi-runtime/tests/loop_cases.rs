@@ -905,7 +905,7 @@ async fn an_abort_stops_waiting_for_a_parallel_tool_that_ignores_it() {
     let stream = agent_loop(
         vec![Message::user("go")],
         context,
-        AgentLoopConfig::new(),
+        AgentLoopConfig::new().abort_grace(std::time::Duration::from_millis(20)),
         model,
         signal,
     );
@@ -945,7 +945,7 @@ async fn an_abort_stops_waiting_for_a_sequential_tool_that_ignores_it() {
     let stream = agent_loop(
         vec![Message::user("go")],
         context,
-        AgentLoopConfig::new(),
+        AgentLoopConfig::new().abort_grace(std::time::Duration::ZERO),
         model,
         signal,
     );
@@ -998,4 +998,36 @@ async fn messages_serialize_with_pis_json_shapes() {
     // And back.
     let parsed: Message = serde_json::from_value(result).unwrap();
     assert_eq!(parsed.as_tool_result().unwrap().text(), "echoed: x");
+}
+
+#[tokio::test]
+async fn a_tool_that_takes_a_moment_to_abort_answers_for_itself() {
+    for mode in [ToolExecution::Parallel, ToolExecution::Sequential] {
+        let signal = CancellationToken::new();
+        let aborter = signal.clone();
+        // Like a shell: on abort it kills its process, which takes a few milliseconds.
+        let shell = FnTool::value("shell", move |_, ctx| {
+            let aborter = aborter.clone();
+            async move {
+                aborter.cancel();
+                ctx.signal().cancelled().await;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                Err(ToolError::new("partial output\n\nCommand aborted"))
+            }
+        });
+        let model = scripted(vec![
+            calls(vec![call("t1", "shell", json!({"value": "x"}))]),
+            text("never"),
+        ]);
+        let context = AgentContext::new("").with_tool(shell);
+        let config = AgentLoopConfig::new().tool_execution(mode);
+        let stream = agent_loop(vec![Message::user("go")], context, config, model, signal);
+        let events = collect(stream).await;
+        let expected = (
+            "t1".to_owned(),
+            true,
+            "partial output\n\nCommand aborted".to_owned(),
+        );
+        assert_eq!(ends(&events), vec![expected], "{mode:?}");
+    }
 }

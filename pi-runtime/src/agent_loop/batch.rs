@@ -2,7 +2,7 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
@@ -16,6 +16,7 @@ use super::call::{Finished, Preparation, Prepared, poll_once};
 use super::clock::Clock;
 use super::context::ToolSet;
 use super::emitter::Emitter;
+use super::grace::Grace;
 use super::run::ABORTED;
 use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
@@ -235,9 +236,10 @@ impl Batch<'_, '_> {
         }
         self.env.emitter.emit_all(finished_first).await;
         if let Some(mut running) = running {
-            // After an abort the loop stops waiting: a tool that ignores the signal cannot hang
-            // the run (its call is answered `Operation aborted`).
+            // After an abort the loop waits at most `abort_grace` more: a tool that ignores the
+            // signal cannot hang the run (its call is answered `Operation aborted`).
             let mut cancelled = pin!(self.env.signal.cancelled());
+            let mut grace: Option<Pin<Box<Grace>>> = None;
             let mut aborted = false;
             loop {
                 while running.len() < limit {
@@ -247,12 +249,21 @@ impl Batch<'_, '_> {
                     running_meta.push((slot, prepared.call.clone(), prepared.started));
                     running.push(Box::pin(OptionFuture::from(Some(start(slot, prepared)))));
                 }
-                let next = match select(running.next(), cancelled.as_mut()).await {
-                    Either::Left((next, _)) => next,
-                    Either::Right(((), _)) => {
-                        aborted = true;
-                        break;
-                    }
+                let next = match grace.as_mut() {
+                    None => match select(running.next(), cancelled.as_mut()).await {
+                        Either::Left((next, _)) => next,
+                        Either::Right(((), _)) => {
+                            grace = Some(Box::pin(Grace::after(self.env.config.abort_grace)));
+                            continue;
+                        }
+                    },
+                    Some(grace) => match select(running.next(), grace.as_mut()).await {
+                        Either::Left((next, _)) => next,
+                        Either::Right(((), _)) => {
+                            aborted = true;
+                            break;
+                        }
+                    },
                 };
                 let Some(next) = next else {
                     break;

@@ -15,6 +15,7 @@ use pi_tool::{
 use serde_json::Value;
 
 use super::batch::Batch;
+use super::grace::Grace;
 use super::guard::guarded;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
@@ -133,8 +134,8 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// [`execute`](Self::execute), but an abort stops waiting for a call that is still running
-    /// (the call is answered `Operation aborted`).
+    /// [`execute`](Self::execute), but after an abort the loop waits at most
+    /// `abort_grace` for a call that is still running (then it is answered `Operation aborted`).
     pub(super) async fn execute_until_aborted(
         &self,
         prepared: Prepared,
@@ -144,7 +145,13 @@ impl Batch<'_, '_> {
         if let Poll::Ready(done) = poll_once(execution.as_mut()).await {
             return done;
         }
-        match select(execution, pin!(self.env.signal.cancelled())).await {
+        let execution = match select(execution, pin!(self.env.signal.cancelled())).await {
+            Either::Left((done, _)) => return done,
+            Either::Right(((), execution)) => execution,
+        };
+        // Aborted: the tool gets a grace period to answer for itself.
+        let grace = Grace::after(self.env.config.abort_grace);
+        match select(execution, grace).await {
             Either::Left((done, _)) => done,
             Either::Right(((), _)) => (call, ToolResult::error(ABORTED), started),
         }

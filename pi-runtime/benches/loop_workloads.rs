@@ -400,7 +400,7 @@ fn child(workload: &str, options: &Options) -> Value {
 /// to show where a W1/W4 call's time goes. Median of 30 rounds of 1,000 calls, ns per call.
 fn parts() {
     use futures_util::FutureExt;
-    use pi_tool::{ToolContext, ToolResult, execute_call, prepare_call};
+    use pi_tool::{PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call};
 
     fn time_per_call(mut round: impl FnMut() -> usize) -> f64 {
         let mut samples: Vec<f64> = (0..40)
@@ -420,7 +420,7 @@ fn parts() {
     let bad = json!({"text": ["not", "a", "string"], "count": "three"});
     let signal = CancellationToken::new();
     let sink: pi_tool::UpdateSink = Arc::new(|_: ToolResult| {});
-    let prepared: Vec<Value> = good
+    let prepared: Vec<PreparedArguments> = good
         .iter()
         .map(|args| prepare_call(&echo, args).expect("valid"))
         .collect();
@@ -446,21 +446,21 @@ fn parts() {
             .count()
     });
     let execute = time_per_call(|| {
-        prepared
-            .iter()
-            .filter_map(|args| {
-                execute_call(&echo, args.clone(), ToolContext::new("c")).now_or_never()
+        good.iter()
+            .zip(&prepared)
+            .filter_map(|(raw, args)| {
+                execute_prepared(&echo, raw, args.clone(), ToolContext::new("c")).now_or_never()
             })
             .count()
     });
-    let clone_args = time_per_call(|| prepared.iter().map(Value::clone).count());
+    let clone_args = time_per_call(|| good.iter().map(Value::clone).count());
     let cancelled = time_per_call(|| (0..1000).filter(|_| !signal.is_cancelled()).count());
     println!("\n# per-call pieces outside the loop (ns per call, median)");
     println!("pi_tool::prepare_call, valid echo args (W1):    {valid:>7.0}");
     println!("pi_tool::prepare_call, invalid args (W4):       {invalid:>7.0}");
     println!("ToolContext::new + with_signal + with_updates:  {context:>7.0}");
     println!(
-        "execute_call(echo) incl. ToolContext::new:      {execute:>7.0}  (of which cloning the args: {clone_args:.0})"
+        "execute_prepared(echo) incl. ToolContext::new:  {execute:>7.0}  (cloning the args would add: {clone_args:.0})"
     );
     println!("CancellationToken::is_cancelled:                {cancelled:>7.0}");
 }

@@ -132,6 +132,13 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             }
         }
     });
+    let rewrites = args.prepare_arguments.is_none().then(|| {
+        quote! {
+            fn rewrites_arguments(&self) -> bool {
+                false
+            }
+        }
+    });
     let prepare = args.prepare_arguments.as_ref().map(|path| {
         let call = quote_spanned! {path.span()=> ::pi_tool::__private::PrepareArguments::prepare(&#path, __args) };
         quote! {
@@ -150,12 +157,9 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
     let into_result = quote_spanned! {output_span=>
         ::pi_tool::IntoToolResult::into_tool_result(#fn_ident(#(#call_args),*).await)
     };
+    // Parameters are deserialized before the future is made, so the future holds no JSON.
     let boxed = quote_spanned! {fn_ident.span()=>
         ::pi_tool::__private::send_future(async move {
-            let __params: #params_ident = match ::pi_tool::__private::parse_params(#name, __args) {
-                ::core::result::Result::Ok(params) => params,
-                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
-            };
             #(#bindings)*
             #into_result
         })
@@ -204,9 +208,35 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
                     ::core::option::Option::Some(__PI_TOOL.validator(self.spec()))
                 }
 
+                #rewrites
+
                 fn execute(
                     &self,
                     __args: ::pi_tool::__private::serde_json::Value,
+                    __ctx: ::pi_tool::ToolContext,
+                ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
+                    match ::pi_tool::__private::parse_params::<#params_ident>(#name, __args) {
+                        ::core::result::Result::Ok(__params) => #tool_ident::__run(__params, __ctx),
+                        ::core::result::Result::Err(err) => ::pi_tool::__private::failed(err),
+                    }
+                }
+
+                fn execute_borrowed(
+                    &self,
+                    __args: &::pi_tool::__private::serde_json::Value,
+                    __ctx: ::pi_tool::ToolContext,
+                ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
+                    match ::pi_tool::__private::parse_params_ref::<#params_ident>(#name, __args) {
+                        ::core::result::Result::Ok(__params) => #tool_ident::__run(__params, __ctx),
+                        ::core::result::Result::Err(err) => ::pi_tool::__private::failed(err),
+                    }
+                }
+            }
+
+            impl #tool_ident {
+                /// Runs the fn with deserialized parameters and injected values.
+                fn __run(
+                    __params: #params_ident,
                     __ctx: ::pi_tool::ToolContext,
                 ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
                     ::pi_tool::__private::Box::into_pin(#boxed)

@@ -30,11 +30,13 @@ pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, ToolResult};
-pub use run::{execute_call, prepare_call, tool_not_found_message};
+pub use run::{
+    PreparedArguments, execute_call, execute_prepared, prepare_call, tool_not_found_message,
+};
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};
 pub use tool::{AgentTool, BoxFuture};
-pub use validate::{ArgumentValidator, validate_arguments, validate_owned};
+pub use validate::{ArgumentValidator, validate_arguments, validate_borrowed, validate_owned};
 
 pub use pi_tool_macros::tool;
 pub use tokio_util::sync::CancellationToken;

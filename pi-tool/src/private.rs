@@ -75,6 +75,20 @@ pub fn parse_params<P: DeserializeOwned>(
         .map_err(|err| ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}")))
 }
 
+/// Deserializes the parameter struct from arguments the tool only borrows.
+pub fn parse_params_ref<P: DeserializeOwned>(
+    tool_name: &str,
+    arguments: &Value,
+) -> Result<P, ToolError> {
+    P::deserialize(arguments)
+        .map_err(|err| ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}")))
+}
+
+/// A future that is already finished with `error`.
+pub fn failed(error: ToolError) -> crate::BoxFuture<'static, Result<crate::ToolResult, ToolError>> {
+    Box::pin(std::future::ready(Err(error)))
+}
+
 /// What `prepare_arguments = path` must name: a fn from raw arguments to rewritten arguments.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be used as `prepare_arguments`",

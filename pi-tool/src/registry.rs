@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::run::{execute_call, prepare_call, tool_not_found_message};
+use crate::run::{execute_prepared, prepare_call, tool_not_found_message};
 use crate::suggest::did_you_mean;
 use crate::{AgentTool, RegistryError, StateMap, ToolCall, ToolContext, ToolResult, ToolSpec};
 
@@ -216,7 +216,7 @@ impl ToolRegistry {
             return ToolResult::error(tool_not_found_message(&call.name, self.names()));
         };
         match prepare_call(tool.as_ref(), &call.arguments) {
-            Ok(arguments) => execute_call(tool.as_ref(), arguments, ctx).await,
+            Ok(prepared) => execute_prepared(tool.as_ref(), &call.arguments, prepared, ctx).await,
             Err(err) => ToolResult::error(err.message()),
         }
     }

@@ -8,8 +8,8 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::suggest::did_you_mean;
-use crate::validate::validate_owned;
-use crate::{AgentTool, ToolContext, ToolError, ToolResult};
+use crate::validate::{validate_borrowed, validate_owned};
+use crate::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult};
 
 /// `Tool <name> not found`, plus ` (did you mean "<close>"?)` when a known name is close.
 pub fn tool_not_found_message<'a, I>(name: &str, known: I) -> String
@@ -19,10 +19,45 @@ where
     format!("Tool {name} not found{}", did_you_mean(name, known))
 }
 
+/// Arguments that passed preparation: the model's own arguments when they were valid exactly
+/// as sent (nothing is copied), or the rewritten ones (a shim's output, normalized values).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PreparedArguments(Option<Value>);
+
+impl PreparedArguments {
+    /// Arguments that replace the model's (e.g. from a `before_tool_call` hook).
+    pub fn replaced(arguments: Value) -> Self {
+        PreparedArguments(Some(arguments))
+    }
+
+    /// Whether the model's arguments are used as they came.
+    pub fn is_unchanged(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The arguments the tool will get, given the model's raw arguments.
+    pub fn get<'a>(&'a self, raw: &'a Value) -> &'a Value {
+        self.0.as_ref().unwrap_or(raw)
+    }
+
+    /// The arguments the tool will get, owned.
+    pub fn into_value(self, raw: &Value) -> Value {
+        self.0.unwrap_or_else(|| raw.clone())
+    }
+}
+
 /// Applies the tool's `prepare_arguments` shim, then validates and normalizes the result.
 ///
-/// A panicking shim is reported as an error, like any other failure of this step.
-pub fn prepare_call(tool: &dyn AgentTool, raw_arguments: &Value) -> Result<Value, ToolError> {
+/// A tool without a shim ([`AgentTool::rewrites_arguments`] is `false`, as for every `#[tool]`
+/// without `prepare_arguments`) is validated in place: valid arguments are not copied. A
+/// panicking shim is reported as an error, like any other failure of this step.
+pub fn prepare_call(
+    tool: &dyn AgentTool,
+    raw_arguments: &Value,
+) -> Result<PreparedArguments, ToolError> {
+    if !tool.rewrites_arguments() {
+        return validate_borrowed(tool, raw_arguments).map(PreparedArguments);
+    }
     let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
         tool.prepare_arguments(raw_arguments.clone())
     }))
@@ -33,7 +68,7 @@ pub fn prepare_call(tool: &dyn AgentTool, raw_arguments: &Value) -> Result<Value
             panic_message(&*panic)
         )))
     })?;
-    validate_owned(tool, prepared)
+    validate_owned(tool, prepared).map(PreparedArguments::replaced)
 }
 
 /// Runs a tool with prepared arguments and turns every outcome into a result: `Err` becomes an
@@ -42,6 +77,28 @@ pub fn prepare_call(tool: &dyn AgentTool, raw_arguments: &Value) -> Result<Value
 pub async fn execute_call(tool: &dyn AgentTool, arguments: Value, ctx: ToolContext) -> ToolResult {
     let started =
         std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(arguments, ctx.clone())));
+    settle(tool, started, ctx).await
+}
+
+/// [`execute_call`] with the output of [`prepare_call`]: unchanged arguments are lent to the
+/// tool ([`AgentTool::execute_borrowed`]) instead of copied.
+pub async fn execute_prepared(
+    tool: &dyn AgentTool,
+    raw_arguments: &Value,
+    prepared: PreparedArguments,
+    ctx: ToolContext,
+) -> ToolResult {
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| match prepared.0 {
+        Some(arguments) => tool.execute(arguments, ctx.clone()),
+        None => tool.execute_borrowed(raw_arguments, ctx.clone()),
+    }));
+    settle(tool, started, ctx).await
+}
+
+type Started = std::thread::Result<BoxFuture<'static, Result<ToolResult, ToolError>>>;
+
+/// Awaits a started tool, catching panics, and closes its update channel.
+async fn settle(tool: &dyn AgentTool, started: Started, ctx: ToolContext) -> ToolResult {
     let outcome = match started {
         Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
         Err(panic) => Err(panic),

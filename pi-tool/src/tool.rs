@@ -54,6 +54,14 @@ pub trait AgentTool: Send + Sync + 'static {
         Ok(args)
     }
 
+    /// Whether [`prepare_arguments`](Self::prepare_arguments) may change the arguments. When
+    /// `false`, the pipeline skips it and validates the model's arguments in place, without a
+    /// copy. `#[tool]` answers `false` unless it has a `prepare_arguments` key; override it only
+    /// together with `prepare_arguments`.
+    fn rewrites_arguments(&self) -> bool {
+        true
+    }
+
     /// The compiled validator of [`spec`](Self::spec)`.parameters`.
     ///
     /// `#[tool]` builds it once per tool. A hand-written tool may keep one built with
@@ -70,4 +78,15 @@ pub trait AgentTool: Send + Sync + 'static {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>>;
+
+    /// [`execute`](Self::execute) with arguments the tool may only borrow (the model's own,
+    /// valid as sent). `#[tool]` deserializes its parameters straight from them; the default
+    /// copies them into `execute`.
+    fn execute_borrowed(
+        &self,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        self.execute(args.clone(), ctx)
+    }
 }

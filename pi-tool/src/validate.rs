@@ -62,14 +62,30 @@ impl ArgumentValidator {
     /// {}
     /// ```
     pub fn validate(&self, arguments: Value) -> Result<Value, ToolError> {
-        let arguments = match arguments {
-            Value::String(text) => match parse_argument_string(&text) {
-                Ok(parsed) => parsed,
-                Err(problem) => return Err(self.failure(&[problem], &Value::String(text))),
+        match self.validate_borrowed(&arguments)? {
+            Some(normalized) => Ok(normalized),
+            None => Ok(arguments),
+        }
+    }
+
+    /// [`validate`](Self::validate) without taking the arguments: `Ok(None)` means they are
+    /// valid exactly as they are, so a caller holding them needs no copy.
+    pub fn validate_borrowed(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
+        match arguments {
+            Value::String(text) => match parse_argument_string(text) {
+                Ok(parsed) => Ok(Some(self.check(&parsed)?.unwrap_or(parsed))),
+                Err(problem) => Err(self.failure(&[problem], arguments)),
             },
-            Value::Null => Value::Object(Default::default()),
-            other => other,
-        };
+            Value::Null => {
+                let empty = Value::Object(Default::default());
+                Ok(Some(self.check(&empty)?.unwrap_or(empty)))
+            }
+            other => self.check(other),
+        }
+    }
+
+    /// Normalizes and checks parsed arguments; `Ok(None)`: valid unchanged.
+    fn check(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
         let compiled = match &self.compiled {
             Ok(compiled) => compiled,
             Err(err) => {
@@ -77,16 +93,16 @@ impl ArgumentValidator {
                     path: "root".into(),
                     message: format!("the tool's schema does not compile: {err}"),
                 };
-                return Err(self.failure(&[problem], &arguments));
+                return Err(self.failure(&[problem], arguments));
             }
         };
-        let normalized = self.shape.normalize(&arguments);
-        let candidate = normalized.as_ref().unwrap_or(&arguments);
+        let normalized = self.shape.normalize(arguments);
+        let candidate = normalized.as_ref().unwrap_or(arguments);
         if compiled.is_valid(candidate) {
-            return Ok(normalized.unwrap_or(arguments));
+            return Ok(normalized);
         }
         let problems = report::problems(compiled.iter_errors(candidate), &self.shape);
-        Err(self.failure(&problems, &arguments))
+        Err(self.failure(&problems, arguments))
     }
 
     fn failure(&self, problems: &[report::Problem], received: &Value) -> ToolError {
@@ -130,6 +146,17 @@ pub fn validate_owned(tool: &dyn AgentTool, arguments: Value) -> Result<Value, T
     match tool.validator() {
         Some(validator) => validator.validate(arguments),
         None => cached_validator(tool.spec()).validate(arguments),
+    }
+}
+
+/// [`validate_arguments`] borrowing the arguments: `Ok(None)` when they are valid as they are.
+pub fn validate_borrowed(
+    tool: &dyn AgentTool,
+    arguments: &Value,
+) -> Result<Option<Value>, ToolError> {
+    match tool.validator() {
+        Some(validator) => validator.validate_borrowed(arguments),
+        None => cached_validator(tool.spec()).validate_borrowed(arguments),
     }
 }
 

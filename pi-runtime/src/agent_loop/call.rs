@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, ToolContext, ToolResult, execute_call, prepare_call, tool_not_found_message,
+    AgentTool, PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call,
+    tool_not_found_message,
 };
-use serde_json::Value;
 
 use super::batch::Batch;
 use super::grace::Grace;
@@ -37,7 +37,8 @@ fn length_refusal(name: &str) -> String {
 pub(super) struct Prepared {
     pub(super) call: ToolCallRef,
     tool: Arc<dyn AgentTool>,
-    args: Value,
+    /// The model's arguments (borrowed from the message) unless preparation rewrote them.
+    args: PreparedArguments,
     pub(super) started: Instant,
 }
 
@@ -70,7 +71,7 @@ impl Batch<'_, '_> {
             let ctx = BeforeToolCallContext {
                 assistant_message: Arc::clone(call.message()),
                 tool_call: call.block().call.clone(),
-                args: args.clone(),
+                args: args.get(call.arguments()).clone(),
                 messages: self
                     .hook_messages
                     .clone()
@@ -86,7 +87,7 @@ impl Batch<'_, '_> {
                         );
                     }
                     if let Some(replaced) = decision.args {
-                        args = replaced;
+                        args = PreparedArguments::replaced(replaced);
                     }
                 }
                 Ok(Err(err)) => return Preparation::Immediate(ToolResult::error(err.message())),
@@ -181,7 +182,7 @@ impl Batch<'_, '_> {
             }));
         match &self.env.config.after_tool_call {
             None => {
-                let result = execute_call(tool.as_ref(), args, ctx).await;
+                let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
                 (call, result, started)
             }
             Some(_) => {
@@ -198,10 +199,11 @@ impl Batch<'_, '_> {
         &self,
         call: &ToolCallRef,
         tool: &dyn AgentTool,
-        args: Value,
+        prepared: PreparedArguments,
         ctx: ToolContext,
     ) -> ToolResult {
-        let mut result = execute_call(tool, args.clone(), ctx).await;
+        let args = prepared.get(call.arguments()).clone();
+        let mut result = execute_prepared(tool, call.arguments(), prepared, ctx).await;
         let Some(hook) = &self.env.config.after_tool_call else {
             return result;
         };

@@ -88,7 +88,7 @@ impl fmt::Debug for CodingAgent {
 
 impl CodingAgent {
     /// A new conversation with `model` and `tools` (which carry their `Workspace` state), pi's
-    /// coding system prompt for `cwd`, and every `bash` call asking [`Approval::Never`] until
+    /// coding system prompt for `cwd`, and every `bash` call refused ([`Approval::Never`]) until
     /// an approval policy is set.
     pub fn new(model: Arc<dyn Model>, tools: ToolRegistry, cwd: &std::path::Path) -> Self {
         let system_prompt = system_prompt(&tools, cwd);

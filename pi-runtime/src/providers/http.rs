@@ -1,5 +1,5 @@
 //! The HTTP side shared by every provider: one reqwest client (rustls with the ring crypto
-//! provider, the platform's certificate roots), retries with backoff on 429/5xx and failed
+//! provider, the platform's certificate roots), retries with backoff on 429/408/5xx and failed
 //! connections, idle timeouts, abort through the signal, and the body fed to the decoder.
 //! Every failure ends the stream with an `Error` event; nothing here panics.
 

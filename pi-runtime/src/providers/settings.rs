@@ -7,7 +7,7 @@ use std::time::Duration;
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default longest silence while waiting for the response to start or for the next chunk.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// Default number of retries after a 429, a 5xx or a failed connection.
+/// Default number of retries after a 429, a 408, a 5xx or a failed connection.
 pub(crate) const MAX_RETRIES: u32 = 3;
 /// Default delay before the first retry; doubled each time.
 pub(crate) const RETRY_DELAY: Duration = Duration::from_millis(1000);
@@ -132,7 +132,7 @@ macro_rules! settings_builder {
                 self
             }
 
-            /// How often a request is retried after 429, 5xx or a failed connection (default 3).
+            /// How often a request is retried after 429, 408, 5xx or a failed connection (default 3).
             pub fn max_retries(mut self, retries: u32) -> Self {
                 self.settings.max_retries = retries;
                 self

@@ -1,4 +1,4 @@
-//! Workloads W1-W5 of pi's agent-loop benchmark (`/work/shared/bench/pi/README.md`), run on
+//! Workloads W1-W5 of pi's agent-loop benchmark (`bench/pi/README.md`), run on
 //! `pi_runtime::agent_loop` with a scripted model, and optionally side by side with pi itself.
 //!
 //! ```text
@@ -253,8 +253,9 @@ fn parse_options() -> Options {
         compare: false,
         parts: false,
         pi_json: None,
-        pi_sh: std::env::var("PI_BENCH_SH")
-            .unwrap_or_else(|_| "/work/shared/bench/pi/run.sh".to_owned()),
+        pi_sh: std::env::var("PI_BENCH_SH").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/pi/run.sh").to_owned()
+        }),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {

@@ -5,7 +5,6 @@ mod report;
 mod shape;
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
@@ -106,18 +105,27 @@ impl ArgumentValidator {
     }
 
     fn failure(&self, problems: &[report::Problem], received: &Value) -> ToolError {
-        let mut text = format!("Validation failed for tool \"{}\":\n", self.tool_name);
+        let received = report::received(received);
+        let lines: usize = problems
+            .iter()
+            .map(|p| p.path.len() + p.message.len() + 6)
+            .sum();
+        let mut text = String::with_capacity(64 + self.tool_name.len() + lines + received.len());
+        text.push_str("Validation failed for tool \"");
+        text.push_str(&self.tool_name);
+        text.push_str("\":\n");
         if problems.is_empty() {
             text.push_str("  - root: Unknown validation error\n");
         }
         for problem in problems {
-            let _ = writeln!(text, "  - {}: {}", problem.path, problem.message);
+            text.push_str("  - ");
+            text.push_str(&problem.path);
+            text.push_str(": ");
+            text.push_str(&problem.message);
+            text.push('\n');
         }
-        let _ = write!(
-            text,
-            "\nReceived arguments:\n{}",
-            report::received(received)
-        );
+        text.push_str("\nReceived arguments:\n");
+        text.push_str(&received);
         ToolError::new(text)
     }
 }

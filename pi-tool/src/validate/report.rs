@@ -337,9 +337,14 @@ fn list_values(options: &Value) -> String {
 
 /// A value as compact JSON, shortened when long so one bad argument cannot flood the message.
 pub(crate) fn render(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= MAX_VALUE_CHARS {
-        return text;
+    // Serialized straight into a buffer that gives up early: a 5 MB argument costs nothing here.
+    let mut capped = Capped(Vec::with_capacity(64));
+    if serde_json::to_writer(&mut capped, value).is_ok() {
+        // serde_json writes UTF-8 only.
+        let text = String::from_utf8(capped.0).unwrap_or_default();
+        if text.chars().count() <= MAX_VALUE_CHARS {
+            return text;
+        }
     }
     match value {
         Value::String(s) => {
@@ -353,7 +358,25 @@ pub(crate) fn render(value: &Value) -> String {
         Value::Array(items) if items.len() == 1 => "an array of 1 item".to_owned(),
         Value::Array(items) => format!("an array of {} items", items.len()),
         Value::Object(map) => format!("an object with {} properties", map.len()),
-        _ => text,
+        other => other.to_string(),
+    }
+}
+
+/// A writer that fails once it holds more than a short rendering needs.
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        // Four bytes per character is the most UTF-8 needs for `MAX_VALUE_CHARS` characters.
+        if self.0.len() + bytes.len() > MAX_VALUE_CHARS * 4 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

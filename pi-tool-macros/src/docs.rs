@@ -73,3 +73,50 @@ pub(crate) fn extract(attrs: &[Attribute]) -> Doc {
     }
     Doc::Text(lines.join("\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Doc, extract};
+    use syn::parse_quote;
+
+    fn text(attrs: Vec<syn::Attribute>) -> String {
+        match extract(&attrs) {
+            Doc::Text(text) => text,
+            Doc::Concat(_) => panic!("expected literal docs"),
+        }
+    }
+
+    #[test]
+    fn one_leading_space_is_stripped_and_blank_edges_dropped() {
+        let attrs: Vec<syn::Attribute> = vec![
+            parse_quote!(#[doc = ""]),
+            parse_quote!(#[doc = " Get the weather."]),
+            parse_quote!(#[doc = ""]),
+            parse_quote!(#[doc = "   Indented stays indented by two."]),
+            parse_quote!(#[doc = " "]),
+        ];
+        assert_eq!(
+            text(attrs),
+            "Get the weather.\n\n  Indented stays indented by two."
+        );
+    }
+
+    #[test]
+    fn no_docs_is_empty_and_other_attributes_are_ignored() {
+        let attrs: Vec<syn::Attribute> = vec![parse_quote!(#[inline])];
+        assert!(extract(&attrs).is_empty());
+    }
+
+    #[test]
+    fn non_literal_docs_are_joined_at_compile_time() {
+        let attrs: Vec<syn::Attribute> = vec![
+            parse_quote!(#[doc = " First."]),
+            parse_quote!(#[doc = include_str!("x.md")]),
+        ];
+        let doc = extract(&attrs);
+        assert!(!doc.is_empty());
+        let tokens = doc.to_tokens().to_string();
+        assert!(tokens.starts_with(":: core :: concat !"), "{tokens}");
+        assert!(tokens.contains("include_str !"), "{tokens}");
+    }
+}

@@ -294,3 +294,63 @@ fn fallback(tool_fn: &ToolFn, err: syn::Error) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{pascal_case, tool};
+    use quote::quote;
+    use syn::parse_quote;
+
+    #[test]
+    fn type_names_are_pascal_case_of_the_unraw_fn_name() {
+        assert_eq!(pascal_case(&parse_quote!(get_weather)), "GetWeather");
+        assert_eq!(pascal_case(&parse_quote!(r#match)), "Match");
+        assert_eq!(pascal_case(&parse_quote!(__odd__name_)), "OddName");
+    }
+
+    #[test]
+    fn the_expansion_names_its_items_and_registers_the_tool() {
+        let out = tool(
+            quote!(label = "Weather"),
+            quote! {
+                /// Get the weather.
+                pub async fn get_weather(/// City
+                    city: String) -> String { city }
+            },
+        )
+        .to_string();
+        for expected in [
+            "pub struct GetWeatherParams",
+            "pub struct GetWeatherTool",
+            "impl :: pi_tool :: AgentTool for GetWeatherTool",
+            ":: pi_tool :: __private :: inventory :: submit !",
+            "\"Weather\"",
+            "fn rewrites_arguments",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn an_error_keeps_the_fn_and_strips_parameter_docs() {
+        let out = tool(
+            quote!(lable = "x"),
+            quote! {
+                /// Get the weather.
+                async fn get_weather(/// City
+                    city: String) -> String { city }
+            },
+        )
+        .to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains("async fn get_weather (city : String)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("struct GetWeatherTool"),
+            "a stand-in keeps other code compiling"
+        );
+    }
+}

@@ -6,6 +6,28 @@
 //! JSON parser are plain code that compiles without the `http` feature; the HTTP clients
 //! (reqwest with rustls) need it.
 
+/// The `Model` methods every HTTP provider answers from its `settings` and its `API` constant.
+#[cfg(feature = "http")]
+macro_rules! model_identity {
+    () => {
+        fn api(&self) -> &str {
+            Self::API
+        }
+
+        fn provider(&self) -> &str {
+            &self.settings.provider
+        }
+
+        fn id(&self) -> &str {
+            &self.settings.model
+        }
+
+        fn accepts_images(&self) -> bool {
+            self.settings.images
+        }
+    };
+}
+
 mod anthropic;
 mod assemble;
 mod decode;

@@ -392,21 +392,7 @@ fn update_usage(usage: &mut Usage, reported: &Value) {
 
 #[cfg(feature = "http")]
 impl crate::model::Model for AnthropicMessages {
-    fn api(&self) -> &str {
-        Self::API
-    }
-
-    fn provider(&self) -> &str {
-        &self.settings.provider
-    }
-
-    fn id(&self) -> &str {
-        &self.settings.model
-    }
-
-    fn accepts_images(&self) -> bool {
-        self.settings.images
-    }
+    model_identity!();
 
     fn stream<'a>(
         &'a self,

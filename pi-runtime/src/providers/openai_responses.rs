@@ -385,21 +385,7 @@ fn responses_usage(usage: &Value) -> Usage {
 
 #[cfg(feature = "http")]
 impl crate::model::Model for OpenAiResponses {
-    fn api(&self) -> &str {
-        Self::API
-    }
-
-    fn provider(&self) -> &str {
-        &self.settings.provider
-    }
-
-    fn id(&self) -> &str {
-        &self.settings.model
-    }
-
-    fn accepts_images(&self) -> bool {
-        self.settings.images
-    }
+    model_identity!();
 
     fn stream<'a>(
         &'a self,

@@ -59,6 +59,19 @@ use pi_tool::Content;
 use serde_json::Value;
 
 /// The text blocks of a content list joined with `\n`.
+/// Usage from APIs whose prompt count includes the cached tokens (OpenAI, Gemini): those are
+/// moved to `cache_read`, and the total is never less than prompt plus output.
+fn usage_with_cached_prompt(prompt: u64, cached: u64, output: u64, total: u64) -> pi_tool::Usage {
+    pi_tool::Usage {
+        input: prompt.saturating_sub(cached),
+        output,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: total.max(prompt + output),
+        ..pi_tool::Usage::default()
+    }
+}
+
 fn text_of(content: &[Content]) -> String {
     let texts: Vec<&str> = content.iter().filter_map(Content::as_text).collect();
     texts.join("\n")

@@ -348,17 +348,12 @@ impl WireDecoder for GoogleDecoder {
 
 fn google_usage(usage: &Value) -> Usage {
     let number = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = number("promptTokenCount");
-    let cached = number("cachedContentTokenCount");
-    let output = number("candidatesTokenCount") + number("thoughtsTokenCount");
-    Usage {
-        input: prompt.saturating_sub(cached),
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: number("totalTokenCount").max(prompt + output),
-        ..Usage::default()
-    }
+    super::usage_with_cached_prompt(
+        number("promptTokenCount"),
+        number("cachedContentTokenCount"),
+        number("candidatesTokenCount") + number("thoughtsTokenCount"),
+        number("totalTokenCount"),
+    )
 }
 
 #[cfg(feature = "http")]

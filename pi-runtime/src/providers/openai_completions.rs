@@ -491,17 +491,12 @@ impl WireDecoder for CompletionsDecoder {
 
 fn completions_usage(usage: &Value) -> Usage {
     let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let prompt = number(usage.get("prompt_tokens"));
-    let cached = number(usage.pointer("/prompt_tokens_details/cached_tokens"));
-    let output = number(usage.get("completion_tokens"));
-    Usage {
-        input: prompt.saturating_sub(cached),
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: number(usage.get("total_tokens")).max(prompt + output),
-        ..Usage::default()
-    }
+    super::usage_with_cached_prompt(
+        number(usage.get("prompt_tokens")),
+        number(usage.pointer("/prompt_tokens_details/cached_tokens")),
+        number(usage.get("completion_tokens")),
+        number(usage.get("total_tokens")),
+    )
 }
 
 #[cfg(feature = "http")]

@@ -370,17 +370,12 @@ impl WireDecoder for ResponsesDecoder {
 
 fn responses_usage(usage: &Value) -> Usage {
     let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let input = number(usage.get("input_tokens"));
-    let cached = number(usage.pointer("/input_tokens_details/cached_tokens"));
-    let output = number(usage.get("output_tokens"));
-    Usage {
-        input: input.saturating_sub(cached),
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: number(usage.get("total_tokens")).max(input + output),
-        ..Usage::default()
-    }
+    super::usage_with_cached_prompt(
+        number(usage.get("input_tokens")),
+        number(usage.pointer("/input_tokens_details/cached_tokens")),
+        number(usage.get("output_tokens")),
+        number(usage.get("total_tokens")),
+    )
 }
 
 #[cfg(feature = "http")]

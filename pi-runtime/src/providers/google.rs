@@ -10,7 +10,7 @@ use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
-use super::transform::{IdRule, Target, transform};
+use super::transform::{IdRule, transform};
 use super::{arguments_object, text_of};
 use crate::message::{AssistantContent, Message, StopReason, now_ms};
 use crate::model::{Context, StreamOptions, ThinkingLevel, ToolChoice};
@@ -60,13 +60,7 @@ impl GoogleGenerativeAi {
 
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
-        let target = Target {
-            api: Self::API,
-            provider: &self.settings.provider,
-            model: &self.settings.model,
-            accepts_images: self.settings.images,
-            id_rule: IdRule::Sanitize64,
-        };
+        let target = self.settings.target(Self::API, IdRule::Sanitize64);
         let mut contents: Vec<Value> = Vec::new();
         let mut responses: Vec<Value> = Vec::new();
         let mut result_images: Vec<Value> = Vec::new();

@@ -13,7 +13,7 @@ use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
-use super::transform::{IdRule, Target, transform};
+use super::transform::{IdRule, transform};
 use super::{arguments_text, image_data_url, text_of};
 use crate::message::{AssistantContent, Message, StopReason};
 use crate::model::{Context, StreamOptions, ThinkingLevel, ToolChoice};
@@ -122,13 +122,7 @@ impl OpenAiCompletions {
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
         let compat = self.compat_flags();
-        let target = Target {
-            api: Self::API,
-            provider: &self.settings.provider,
-            model: &self.settings.model,
-            accepts_images: self.settings.images,
-            id_rule: IdRule::OpenAiCompletions,
-        };
+        let target = self.settings.target(Self::API, IdRule::OpenAiCompletions);
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
             messages.push(json!({"role": "system", "content": context.system_prompt}));

@@ -12,7 +12,7 @@ use super::lowering::{SchemaMode, lower_schema};
 use super::openai_completions::{OPENAI_URL, reasoning_effort};
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
-use super::transform::{IdRule, Target, transform};
+use super::transform::{IdRule, transform};
 use super::{arguments_text, image_data_url, text_of};
 use crate::message::{AssistantContent, AssistantMessage, Message, StopReason};
 use crate::model::{Context, StreamOptions, ToolChoice};
@@ -58,13 +58,7 @@ impl OpenAiResponses {
 
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
-        let target = Target {
-            api: Self::API,
-            provider: &self.settings.provider,
-            model: &self.settings.model,
-            accepts_images: self.settings.images,
-            id_rule: IdRule::Sanitize64,
-        };
+        let target = self.settings.target(Self::API, IdRule::Sanitize64);
         let mut input = Vec::new();
         if !context.system_prompt.is_empty() {
             input.push(json!({"role": "system", "content": context.system_prompt}));

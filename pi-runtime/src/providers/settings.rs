@@ -55,6 +55,21 @@ impl std::fmt::Debug for Settings {
 }
 
 impl Settings {
+    /// Who a request is for: the replay rules of `transform` compare each earlier message's
+    /// origin with it.
+    pub(crate) fn target(
+        &self,
+        api: &'static str,
+        id_rule: super::transform::IdRule,
+    ) -> super::transform::Target<'_> {
+        super::transform::Target {
+            api,
+            provider: &self.provider,
+            model: &self.model,
+            accepts_images: self.images,
+            id_rule,
+        }
+    }
     pub(crate) fn new(model: &str, provider: &str, base_url: &str, key_env: &[&str]) -> Self {
         Settings {
             model: model.to_owned(),

@@ -12,10 +12,14 @@ mod output;
 pub mod read;
 pub mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
-use pi_tool::ToolError;
+use pi_tool::{Content, ToolError, ToolResult};
+use serde_json::{Map, Value, json};
+
+use crate::Workspace;
+use crate::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
 
 /// pi's abort error.
 pub(crate) fn aborted() -> ToolError {
@@ -50,12 +54,48 @@ pub(crate) fn relative_posix(path: &Path, root: &Path) -> String {
         .join("/")
 }
 
-/// Appends pi's `\n\n[notice. notice]` block when there are notices.
-pub(crate) fn with_notices(mut text: String, notices: &[String]) -> String {
-    if !notices.is_empty() {
-        text.push_str("\n\n[");
-        text.push_str(&notices.join(". "));
-        text.push(']');
+/// The directory or file `grep` and `find` search: the workspace directory when none is given;
+/// a missing one is pi's `Path not found: <abs>`.
+pub(crate) fn search_root(workspace: &Workspace, path: Option<&str>) -> Result<PathBuf, ToolError> {
+    let root = workspace.resolve_or_cwd(path)?;
+    if !root.exists() {
+        return Err(ToolError::new(format!(
+            "Path not found: {}",
+            root.display()
+        )));
     }
-    text
+    Ok(root)
+}
+
+/// One of pi's notices and the details entry that records it.
+pub(crate) struct Notice {
+    pub(crate) text: String,
+    pub(crate) key: &'static str,
+    pub(crate) value: Value,
+}
+
+/// The result of `grep`, `find` and `ls`: the lines head-truncated to 50 KB, then pi's
+/// `\n\n[notice. notice]` block: the limit notice, the size notice, then `more`. Details hold
+/// one entry per notice, and are `null` when there is none.
+pub(crate) fn listing(lines: &[String], limit: Option<Notice>, more: Option<Notice>) -> ToolResult {
+    let truncation = truncate_head(&lines.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
+    let size = truncation.truncated.then(|| Notice {
+        text: format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)),
+        key: "truncation",
+        value: json!(truncation),
+    });
+    let notices: Vec<Notice> = [limit, size, more].into_iter().flatten().collect();
+    let mut text = truncation.content;
+    if notices.is_empty() {
+        return ToolResult::new(vec![Content::text(text)], Value::Null);
+    }
+    let texts: Vec<&str> = notices.iter().map(|notice| notice.text.as_str()).collect();
+    text.push_str("\n\n[");
+    text.push_str(&texts.join(". "));
+    text.push(']');
+    let details: Map<String, Value> = notices
+        .into_iter()
+        .map(|notice| (notice.key.to_owned(), notice.value))
+        .collect();
+    ToolResult::new(vec![Content::text(text)], Value::Object(details))
 }

@@ -3,12 +3,11 @@
 use std::path::PathBuf;
 
 use globset::{GlobBuilder, GlobMatcher};
-use pi_tool::{CancellationToken, Content, State, ToolContext, ToolError, ToolResult, tool};
-use serde_json::{Map, Value, json};
+use pi_tool::{CancellationToken, State, ToolContext, ToolError, ToolResult, tool};
+use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{aborted, relative_posix, walker, with_notices};
-use crate::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
+use crate::tools::{Notice, aborted, listing, relative_posix, search_root, walker};
 
 /// Results returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 1000;
@@ -28,13 +27,7 @@ pub async fn find(
     if ctx.is_aborted() {
         return Err(aborted());
     }
-    let root = workspace.resolve_or_cwd(path.as_deref())?;
-    if !root.exists() {
-        return Err(ToolError::new(format!(
-            "Path not found: {}",
-            root.display()
-        )));
-    }
+    let root = search_root(&workspace, path.as_deref())?;
     let limit = usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
     let (glob, full_path) = glob_for(&pattern)?;
     let signal = ctx.signal().clone();
@@ -44,27 +37,15 @@ pub async fn find(
     if results.is_empty() {
         return Ok(ToolResult::text("No files found matching pattern"));
     }
-    let truncation = truncate_head(&results.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
-    let mut notices = Vec::new();
-    let mut details = Map::new();
-    if results.len() >= limit {
-        notices.push(format!(
+    let limit_notice = (results.len() >= limit).then(|| Notice {
+        text: format!(
             "{limit} results limit reached. Use limit={} for more, or refine pattern",
             limit.saturating_mul(2)
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(details)
-    };
-    Ok(ToolResult::new(vec![Content::text(text)], details))
+        ),
+        key: "resultLimitReached",
+        value: json!(limit),
+    });
+    Ok(listing(&results, limit_notice, None))
 }
 
 /// fd's rule: a pattern with `/` matches the full path (prefixed with `**/` unless anchored),

@@ -5,14 +5,12 @@ use std::path::{Path, PathBuf};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::overrides::OverrideBuilder;
-use pi_tool::{CancellationToken, Content, State, ToolContext, ToolError, ToolResult, tool};
-use serde_json::{Map, Value, json};
+use pi_tool::{CancellationToken, State, ToolContext, ToolError, ToolResult, tool};
+use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{aborted, relative_posix, walker, with_notices};
-use crate::truncate::{
-    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line,
-};
+use crate::tools::{Notice, aborted, listing, relative_posix, search_root, walker};
+use crate::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 
 /// Matches returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 100;
@@ -42,13 +40,7 @@ pub async fn grep(
     if ctx.is_aborted() {
         return Err(aborted());
     }
-    let root = workspace.resolve_or_cwd(path.as_deref())?;
-    if !root.exists() {
-        return Err(ToolError::new(format!(
-            "Path not found: {}",
-            root.display()
-        )));
-    }
+    let root = search_root(&workspace, path.as_deref())?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case.unwrap_or(false))
         .fixed_strings(literal.unwrap_or(false))
@@ -70,33 +62,22 @@ pub async fn grep(
     if found.lines.is_empty() {
         return Ok(ToolResult::text("No matches found"));
     }
-    let truncation = truncate_head(&found.lines.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
-    let mut notices = Vec::new();
-    let mut details = Map::new();
-    if found.match_limit_reached {
-        notices.push(format!(
+    let limit_notice = found.match_limit_reached.then(|| Notice {
+        text: format!(
             "{limit} matches limit reached. Use limit={} for more, or refine pattern",
             limit.saturating_mul(2)
-        ));
-        details.insert("matchLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if found.lines_truncated {
-        notices.push(format!(
+        ),
+        key: "matchLimitReached",
+        value: json!(limit),
+    });
+    let long_lines = found.lines_truncated.then(|| Notice {
+        text: format!(
             "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-        ));
-        details.insert("linesTruncated".into(), json!(true));
-    }
-    let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(details)
-    };
-    Ok(ToolResult::new(vec![Content::text(text)], details))
+        ),
+        key: "linesTruncated",
+        value: json!(true),
+    });
+    Ok(listing(&found.lines, limit_notice, long_lines))
 }
 
 /// One search, run on a blocking thread.

@@ -1,11 +1,10 @@
 //! `ls`: one directory's entries, dotfiles included, sorted case-insensitively, `/` after directories.
 
-use pi_tool::{Content, State, ToolContext, ToolError, ToolResult, tool};
-use serde_json::{Map, Value, json};
+use pi_tool::{State, ToolContext, ToolError, ToolResult, tool};
+use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{aborted, with_notices};
-use crate::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
+use crate::tools::{Notice, aborted, listing};
 
 /// Entries returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 500;
@@ -74,25 +73,13 @@ pub async fn ls(
     if entries.is_empty() {
         return Ok(ToolResult::text("(empty directory)"));
     }
-    let truncation = truncate_head(&entries.join("\n"), usize::MAX, DEFAULT_MAX_BYTES);
-    let mut notices = Vec::new();
-    let mut details = Map::new();
-    if limit_reached {
-        notices.push(format!(
+    let limit_notice = limit_reached.then(|| Notice {
+        text: format!(
             "{limit} entries limit reached. Use limit={} for more",
             limit.saturating_mul(2)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    let text = with_notices(truncation.content, &notices);
-    let details = if details.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(details)
-    };
-    Ok(ToolResult::new(vec![Content::text(text)], details))
+        ),
+        key: "entryLimitReached",
+        value: json!(limit),
+    });
+    Ok(listing(&entries, limit_notice, None))
 }

@@ -119,8 +119,10 @@ impl ArgumentValidator {
         }
         for problem in problems {
             text.push_str("  - ");
-            text.push_str(&problem.path);
-            text.push_str(": ");
+            if !problem.path.is_empty() {
+                text.push_str(&problem.path);
+                text.push_str(": ");
+            }
             text.push_str(&problem.message);
             text.push('\n');
         }

@@ -157,3 +157,20 @@ async fn wrong_shapes_at_every_level_are_reported() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_flood_of_errors_is_summarised_not_listed() {
+    let items: Vec<Value> = (0..100_000).map(|i| json!({"nam": i})).collect();
+    let text = error_text(&run(json!({"items": items})).await);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("  - "))
+        .collect();
+    assert_eq!(lines.len(), 21, "{text}");
+    assert_eq!(
+        lines[0],
+        "  - items.0.name: missing required property (got \"nam\"; is it misspelled?)"
+    );
+    assert_eq!(lines[20], "  - … 99980 more problems not shown");
+    assert!(text.len() < 10_000, "{} bytes", text.len());
+}

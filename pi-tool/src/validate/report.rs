@@ -16,7 +16,11 @@ const MAX_VALUE_CHARS: usize = 60;
 /// Longest `Received arguments` block; a huge argument is not echoed back in full.
 pub(crate) const MAX_RECEIVED_CHARS: usize = 4096;
 
-/// One problem: where (`a.0.b`, `root`) and what.
+/// Most problems listed in one message; the rest are counted.
+const MAX_PROBLEMS: usize = 20;
+
+/// One problem: where (`a.0.b`, `root`) and what. An empty path marks the summary line of
+/// problems not shown.
 pub(crate) struct Problem {
     pub(crate) path: String,
     pub(crate) message: String,
@@ -27,7 +31,14 @@ pub(crate) fn problems<'a>(
     shape: &Shape,
 ) -> Vec<Problem> {
     let mut out: Vec<Problem> = Vec::new();
+    let mut hidden = 0usize;
     for error in errors {
+        // A flood of errors (100,000 bad items) is counted, not described: the message stays
+        // short and the work linear.
+        if out.len() >= MAX_PROBLEMS {
+            hidden += 1;
+            continue;
+        }
         let before = out.len();
         describe(&error, shape, &mut out);
         // Drop repeats (an `anyOf` branch can restate an error); lists are short, so a scan is
@@ -43,6 +54,16 @@ pub(crate) fn problems<'a>(
                 index += 1;
             }
         }
+    }
+    if out.len() > MAX_PROBLEMS {
+        hidden += out.len() - MAX_PROBLEMS;
+        out.truncate(MAX_PROBLEMS);
+    }
+    if hidden > 0 {
+        out.push(Problem {
+            path: String::new(),
+            message: format!("… {hidden} more problems not shown"),
+        });
     }
     out
 }

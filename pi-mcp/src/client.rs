@@ -1,0 +1,1 @@
+//! The MCP client: an MCP server's tools as `AgentTool`s.

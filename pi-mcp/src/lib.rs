@@ -1,0 +1,4 @@
+#![doc = include_str!("../README.md")]
+
+mod client;
+mod server;

@@ -1,0 +1,1 @@
+//! The MCP server: a `ToolRegistry` served over stdio and streamable HTTP.

@@ -338,10 +338,31 @@ impl PartialJson {
     /// Parses the whole text once: the final arguments of a tool call.
     ///
     /// Empty text is `{}`. Text that is not JSON is repaired as pi does (raw control characters
-    /// inside strings escaped, lone backslashes doubled); if it still is not JSON, the raw text
-    /// is returned as a string, so that argument validation reports it to the model.
+    /// inside strings escaped, lone backslashes doubled). Text that stops inside an object or
+    /// array (a call cut by the output limit) gives the best-effort [`partial`](Self::partial)
+    /// value. Anything else that still is not JSON is returned as a string, so that argument
+    /// validation reports it to the model.
+    ///
+    /// ```
+    /// use pi_runtime::providers::PartialJson;
+    /// use serde_json::json;
+    ///
+    /// let mut cut = PartialJson::new();
+    /// cut.push(r#"{"path": "notes.txt", "lines": ["one", "tw"#);
+    /// assert_eq!(cut.finish(), json!({"path": "notes.txt", "lines": ["one", "tw"]}));
+    ///
+    /// let mut broken = PartialJson::new();
+    /// broken.push(r#"{"path": oops}"#);
+    /// assert_eq!(broken.finish(), json!(r#"{"path": oops}"#));
+    /// ```
     pub fn finish(self) -> Value {
         parse_arguments(&self.buffer)
+    }
+
+    /// The text so far is the beginning of an object or array that stopped early: no bad
+    /// byte, nothing complete yet.
+    fn is_cut_short(&self) -> bool {
+        self.broken_at.is_none() && !self.complete && !self.stack.is_empty()
     }
 }
 
@@ -354,7 +375,15 @@ pub(crate) fn parse_arguments(raw: &str) -> Value {
         return value;
     }
     let repaired = repair_json(raw);
-    serde_json::from_str(&repaired).unwrap_or_else(|_| Value::String(raw.to_owned()))
+    if let Ok(value) = serde_json::from_str(&repaired) {
+        return value;
+    }
+    let mut scanner = PartialJson::new();
+    scanner.push(&repaired);
+    if scanner.is_cut_short() {
+        return scanner.partial();
+    }
+    Value::String(raw.to_owned())
 }
 
 /// Escapes raw control characters inside strings and doubles backslashes that start no valid
@@ -455,6 +484,24 @@ mod tests {
         parser.push(r#"{"a": 1, "b": ]"#);
         assert_eq!(parser.partial(), json!({"a": 1}));
         assert_eq!(parser.finish(), json!(r#"{"a": 1, "b": ]"#));
+    }
+
+    #[test]
+    fn finish_gives_the_partial_value_of_text_cut_short() {
+        let cases = [
+            (r#"{"a": 1, "b": "x"#, json!({"a": 1, "b": "x"})),
+            ("{\"text\": \"line1\nli", json!({"text": "line1\nli"})),
+            (r#"[1, {"c": tr"#, json!([1, {}])),
+            // Not the start of an object or array, or not JSON at all: kept as text.
+            (r#""just a str"#, json!(r#""just a str"#)),
+            (r#"{"a": 1}}"#, json!(r#"{"a": 1}}"#)),
+            ("not json", json!("not json")),
+        ];
+        for (text, expected) in cases {
+            let mut parser = PartialJson::new();
+            parser.push(text);
+            assert_eq!(parser.finish(), expected, "{text}");
+        }
     }
 
     #[test]

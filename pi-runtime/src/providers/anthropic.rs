@@ -251,6 +251,8 @@ struct AnthropicDecoder {
     /// Anthropic's block index to content index.
     blocks: HashMap<u64, usize>,
     stop_reason: Option<String>,
+    /// Why the model stopped, when it says (`stop_details.explanation` of a refusal).
+    stop_explanation: Option<String>,
 }
 
 impl WireDecoder for AnthropicDecoder {
@@ -341,6 +343,12 @@ impl WireDecoder for AnthropicDecoder {
                 if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(reason.to_owned());
                 }
+                if let Some(explanation) = data
+                    .pointer("/delta/stop_details/explanation")
+                    .and_then(Value::as_str)
+                {
+                    self.stop_explanation = Some(explanation.to_owned());
+                }
                 if let Some(usage) = data.get("usage") {
                     update_usage(out.usage_mut(), usage);
                 }
@@ -352,7 +360,11 @@ impl WireDecoder for AnthropicDecoder {
                 }
                 Some("max_tokens") => out.done(StopReason::Length),
                 Some(other) => {
-                    out.fail(StopReason::Error, format!("Provider stop_reason: {other}"))
+                    let mut message = format!("Provider stop_reason: {other}");
+                    if let Some(explanation) = &self.stop_explanation {
+                        message = format!("{message}: {explanation}");
+                    }
+                    out.fail(StopReason::Error, message)
                 }
             },
             "error" => {

@@ -87,6 +87,19 @@ impl Assembler {
         self.blocks.get(index).is_some_and(|b| b.open)
     }
 
+    /// Whether the block at `index` has received nothing yet (no text, no thinking, no
+    /// argument text or whole arguments).
+    pub(crate) fn is_empty_block(&self, index: usize) -> bool {
+        let Some(state) = self.blocks.get(index) else {
+            return false;
+        };
+        match &self.message.content[index] {
+            AssistantContent::Text { text, .. } => text.is_empty(),
+            AssistantContent::Thinking { thinking, .. } => thinking.is_empty(),
+            AssistantContent::ToolCall(_) => state.arguments.is_empty() && state.seeded.is_none(),
+        }
+    }
+
     /// The last block, when it is an open text block.
     pub(crate) fn open_text(&self) -> Option<usize> {
         let index = self.message.content.len().checked_sub(1)?;
@@ -231,7 +244,12 @@ impl Assembler {
     }
 
     pub(crate) fn tool_delta(&mut self, index: usize, delta: &str) {
-        if delta.is_empty() {
+        if delta.is_empty()
+            || !matches!(
+                self.message.content.get(index),
+                Some(AssistantContent::ToolCall(_))
+            )
+        {
             return;
         }
         if let Some(state) = self.blocks.get_mut(index) {

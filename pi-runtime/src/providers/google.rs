@@ -251,6 +251,8 @@ fn model_part(block: &AssistantContent) -> Option<Value> {
 #[derive(Debug, Default)]
 struct GoogleDecoder {
     finish_reason: Option<String>,
+    /// Gemini's explanation of an unusual finish (`finishMessage`).
+    finish_message: Option<String>,
     generated_ids: u64,
     seen_ids: Vec<String>,
 }
@@ -275,6 +277,21 @@ impl WireDecoder for GoogleDecoder {
         }
         if let Some(usage) = chunk.get("usageMetadata") {
             out.set_usage(google_usage(usage));
+        }
+        // A blocked prompt gets no candidates, only the reason.
+        if let Some(reason) = chunk
+            .pointer("/promptFeedback/blockReason")
+            .and_then(Value::as_str)
+        {
+            let mut message = format!("The provider blocked the prompt ({reason})");
+            if let Some(detail) = chunk
+                .pointer("/promptFeedback/blockReasonMessage")
+                .and_then(Value::as_str)
+            {
+                message = format!("{message}: {detail}");
+            }
+            out.fail(StopReason::Error, message);
+            return;
         }
         let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
             return;
@@ -326,6 +343,9 @@ impl WireDecoder for GoogleDecoder {
         if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
         }
+        if let Some(message) = candidate.get("finishMessage").and_then(Value::as_str) {
+            self.finish_message = Some(message.to_owned());
+        }
     }
 
     fn end(&mut self, out: &mut Assembler) {
@@ -335,7 +355,13 @@ impl WireDecoder for GoogleDecoder {
             Some(_) if has_calls => out.done(StopReason::ToolUse),
             Some("STOP") => out.done(StopReason::Stop),
             Some("MAX_TOKENS") => out.done(StopReason::Length),
-            Some(other) => out.fail(StopReason::Error, format!("Provider finishReason: {other}")),
+            Some(other) => {
+                let mut message = format!("Provider finishReason: {other}");
+                if let Some(detail) = &self.finish_message {
+                    message = format!("{message}: {detail}");
+                }
+                out.fail(StopReason::Error, message)
+            }
         }
     }
 }

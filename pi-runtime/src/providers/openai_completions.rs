@@ -346,22 +346,72 @@ struct Chunk<'a> {
 
 #[derive(Debug, Deserialize)]
 struct Choice<'a> {
+    #[serde(default)]
+    index: Option<u64>,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     finish_reason: Option<Cow<'a, str>>,
+    /// Where Moonshot reports usage (others put it on the chunk).
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Delta<'a> {
+    /// A string, or (Mistral's Magistral) an array of `text` and `thinking` parts.
     #[serde(default)]
     content: Option<Value>,
+    /// What the model says instead of an answer when it declines (OpenAI).
+    #[serde(default)]
+    refusal: Option<Value>,
     #[serde(default)]
     reasoning_content: Option<Value>,
     #[serde(default)]
     reasoning: Option<Value>,
+    #[serde(default)]
+    reasoning_text: Option<Value>,
+    /// OpenRouter's structured reasoning: `reasoning.text` / `reasoning.summary` entries.
+    #[serde(default)]
+    reasoning_details: Option<Value>,
     #[serde(default, borrow)]
     tool_calls: Option<Vec<CallDelta<'a>>>,
+}
+
+impl Delta<'_> {
+    /// The reasoning in this delta. Servers that fill several fields send the same text in
+    /// each (chutes.ai: `reasoning_content` and `reasoning`; OpenRouter: `reasoning` and
+    /// `reasoning_details`), so only the first non-empty one counts, as in pi.
+    fn reasoning(&self) -> Option<Cow<'_, str>> {
+        let plain = [
+            &self.reasoning_content,
+            &self.reasoning,
+            &self.reasoning_text,
+        ]
+        .into_iter()
+        .find_map(|field| {
+            field
+                .as_ref()
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+        });
+        if let Some(text) = plain {
+            return Some(Cow::Borrowed(text));
+        }
+        let details: String = self
+            .reasoning_details
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|detail| match detail.get("type").and_then(Value::as_str) {
+                Some("reasoning.text") => detail.get("text").and_then(Value::as_str),
+                Some("reasoning.summary") => detail.get("summary").and_then(Value::as_str),
+                _ => None,
+            })
+            .collect();
+        (!details.is_empty()).then_some(Cow::Owned(details))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -397,20 +447,31 @@ impl CompletionsDecoder {
         {
             out.set_response_id(id);
         }
-        if let Some(usage) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+        // Only the first choice is the answer (a server asked for several sends each in turn).
+        let choice = chunk
+            .choices
+            .and_then(|choices| choices.into_iter().find(|c| c.index.unwrap_or(0) == 0));
+        let usage = chunk
+            .usage
+            .as_ref()
+            .or_else(|| choice.as_ref().and_then(|c| c.usage.as_ref()));
+        if let Some(usage) = usage.filter(|u| u.is_object()) {
             out.set_usage(completions_usage(usage));
         }
-        let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else {
+        let Some(choice) = choice else {
             return;
         };
         if let Some(delta) = choice.delta {
-            for thinking in [&delta.reasoning_content, &delta.reasoning] {
-                if let Some(text) = thinking.as_ref().and_then(Value::as_str) {
-                    out.append_thinking(text);
-                }
+            if let Some(thinking) = delta.reasoning() {
+                out.append_thinking(&thinking);
             }
-            if let Some(text) = delta.content.as_ref().and_then(Value::as_str) {
-                out.append_text(text);
+            match &delta.content {
+                Some(Value::String(text)) => out.append_text(text),
+                Some(Value::Array(parts)) => content_parts(parts, out),
+                _ => {}
+            }
+            if let Some(refusal) = delta.refusal.as_ref().and_then(Value::as_str) {
+                out.append_text(refusal);
             }
             for call in delta.tool_calls.unwrap_or_default() {
                 self.call(call, out);
@@ -448,6 +509,30 @@ impl CompletionsDecoder {
         match function.and_then(|f| f.arguments) {
             Some(Value::String(fragment)) => out.tool_delta(index, &fragment),
             Some(object @ Value::Object(_)) => out.tool_delta(index, &object.to_string()),
+            _ => {}
+        }
+    }
+}
+
+/// Content sent as typed parts (Mistral's Magistral): `{"type":"text","text":..}` and
+/// `{"type":"thinking","thinking":[{"type":"text","text":..}]}` (or a plain string).
+fn content_parts(parts: &[Value], out: &mut Assembler) {
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    out.append_text(text);
+                }
+            }
+            Some("thinking") => match part.get("thinking") {
+                Some(Value::String(text)) => out.append_thinking(text),
+                Some(Value::Array(inner)) => {
+                    for text in inner.iter().filter_map(|p| p.get("text")?.as_str()) {
+                        out.append_thinking(text);
+                    }
+                }
+                _ => {}
+            },
             _ => {}
         }
     }

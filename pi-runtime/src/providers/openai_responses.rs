@@ -214,17 +214,247 @@ fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
 }
 
 /// Decodes Responses stream events.
+///
+/// Events name their output item by `output_index` and `item_id`. Some servers send a new
+/// `item_id` on every event (GitHub Copilot's Responses endpoint), so the output index is what
+/// ties an event to its block; the item id, then the item added last (pi's rule), serve servers
+/// that send no index.
 #[derive(Debug, Default)]
 struct ResponsesDecoder {
-    /// Output item id to content index.
-    items: HashMap<String, usize>,
+    /// Output index to content index.
+    by_index: HashMap<u64, usize>,
+    /// Item id (as first announced) to content index.
+    by_id: HashMap<String, usize>,
+    /// The block of the item added last; `None` after an item that has no block (a built-in
+    /// tool's call), so that its events go nowhere.
+    current: Option<usize>,
+    /// Some output item was announced (with or without a block).
+    any_item: bool,
+    /// The thinking block of the reasoning summary being streamed, and where in its text the
+    /// current summary part began.
+    summary_part: Option<(usize, usize)>,
 }
 
 impl ResponsesDecoder {
-    fn block(&self, event: &Value) -> Option<usize> {
-        let id = event.get("item_id").and_then(Value::as_str)?;
-        self.items.get(id).copied()
+    /// The block an event (or a finished item with id `item_id`) belongs to.
+    fn block(&self, event: &Value, item_id: Option<&str>) -> Option<usize> {
+        if let Some(output_index) = event.get("output_index").and_then(Value::as_u64) {
+            return self.by_index.get(&output_index).copied();
+        }
+        let id = item_id.or_else(|| event.get("item_id").and_then(Value::as_str));
+        match id.and_then(|id| self.by_id.get(id)) {
+            Some(&index) => Some(index),
+            None => self.current,
+        }
     }
+
+    /// Opens the block for a new output item; `None` for items that are not shown.
+    fn add_item(&mut self, item: &Value, output_index: Option<u64>, out: &mut Assembler) {
+        self.any_item = true;
+        let item_id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        let index = match item.get("type").and_then(Value::as_str) {
+            Some("reasoning") => {
+                out.close_prose();
+                let index = out.thinking_start();
+                self.summary_part = Some((index, 0));
+                index
+            }
+            Some("message") => {
+                out.close_prose();
+                out.text_start()
+            }
+            Some("function_call") => {
+                let call = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                out.close_prose();
+                let index = out.tool_start(&format!("{call}|{item_id}"), name);
+                if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
+                    out.tool_delta(index, arguments);
+                }
+                index
+            }
+            _ => {
+                self.current = None;
+                return;
+            }
+        };
+        if let Some(output_index) = output_index {
+            self.by_index.insert(output_index, index);
+        }
+        if !item_id.is_empty() {
+            self.by_id.insert(item_id.to_owned(), index);
+        }
+        self.current = Some(index);
+    }
+
+    /// A summary part ended: the part's text as the event gives it completes what streamed of
+    /// it (a server may send no deltas), then a blank line separates it from the next, as in pi.
+    fn summary_part_done(&mut self, index: usize, full: &str, out: &mut Assembler) {
+        let Some(AssistantContent::Thinking { thinking, .. }) = out.message().content.get(index)
+        else {
+            return;
+        };
+        let start = match self.summary_part {
+            Some((block, start)) if block == index => start.min(thinking.len()),
+            _ => thinking.len(),
+        };
+        let streamed = thinking.get(start..).unwrap_or_default();
+        if let Some(rest) = full.strip_prefix(streamed) {
+            let rest = rest.to_owned();
+            out.thinking_delta(index, &rest);
+        }
+        out.thinking_delta(index, "\n\n");
+        let end = match out.message().content.get(index) {
+            Some(AssistantContent::Thinking { thinking, .. }) => thinking.len(),
+            _ => 0,
+        };
+        self.summary_part = Some((index, end));
+    }
+
+    /// Builds the message from `response.output` when the stream announced no item at all.
+    fn add_output(&mut self, output: &[Value], out: &mut Assembler) {
+        for (output_index, item) in (0u64..).zip(output) {
+            self.add_item(item, Some(output_index), out);
+            if let Some(index) = self.by_index.get(&output_index).copied() {
+                complete_block(index, item, out);
+                finish_item(index, item, out);
+            }
+        }
+    }
+
+    fn finish(&mut self, kind: &str, data: &Value, out: &mut Assembler) {
+        let response = data.get("response").unwrap_or(&Value::Null);
+        if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+            out.set_usage(responses_usage(usage));
+        }
+        let status = response
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or(kind.trim_start_matches("response."));
+        if matches!(status, "completed" | "incomplete") {
+            // What the final response holds where no deltas came.
+            let output = response
+                .get("output")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            if self.any_item {
+                for (output_index, item) in (0u64..).zip(output) {
+                    let item_id = item.get("id").and_then(Value::as_str);
+                    let index = self
+                        .by_index
+                        .get(&output_index)
+                        .copied()
+                        .or_else(|| item_id.and_then(|id| self.by_id.get(id).copied()));
+                    if let Some(index) = index {
+                        complete_block(index, item, out);
+                    }
+                }
+            } else {
+                self.add_output(output, out);
+            }
+        }
+        match status {
+            "completed" => out.done(StopReason::Stop),
+            "incomplete" => {
+                match response
+                    .pointer("/incomplete_details/reason")
+                    .and_then(Value::as_str)
+                {
+                    None | Some("max_output_tokens") => out.done(StopReason::Length),
+                    Some("content_filter") => out.fail(
+                        StopReason::Error,
+                        "The provider's content filter stopped the response",
+                    ),
+                    Some(reason) => out.fail(
+                        StopReason::Error,
+                        format!("The response is incomplete: {reason}"),
+                    ),
+                }
+            }
+            status => {
+                let message =
+                    error_message(response).unwrap_or_else(|| format!("Response {status}"));
+                out.fail(StopReason::Error, message);
+            }
+        }
+    }
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Completes a block from its finished item, as found in `output_item.done` or
+/// `response.completed`: a server may send an item whole instead of streaming it, or stream
+/// only part of it. The missing rest is emitted as a delta, so the events still rebuild the
+/// message; content that does not extend what streamed is left alone.
+fn complete_block(index: usize, item: &Value, out: &mut Assembler) {
+    if !out.is_open(index) {
+        return;
+    }
+    let strings = |list: &str, fields: &[&str]| -> Vec<String> {
+        item.get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|part| {
+                fields
+                    .iter()
+                    .find_map(|field| part.get(*field).and_then(Value::as_str))
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let streamed = match &out.message().content[index] {
+        AssistantContent::Text { text, .. } => text.as_str(),
+        AssistantContent::Thinking { thinking, .. } => thinking.as_str(),
+        AssistantContent::ToolCall(_) => out.tool_arguments(index),
+    };
+    match item.get("type").and_then(Value::as_str) {
+        Some("message") => {
+            let full = strings("content", &["text", "refusal"]).concat();
+            if let Some(rest) = full.strip_prefix(streamed) {
+                let rest = rest.to_owned();
+                out.text_delta(index, &rest);
+            }
+        }
+        // Streamed summaries carry a separator after each part; only an empty block is filled.
+        Some("reasoning") if out.is_empty_block(index) => {
+            let mut thinking = strings("summary", &["text"]).join("\n\n");
+            if thinking.is_empty() {
+                thinking = strings("content", &["text"]).concat();
+            }
+            out.thinking_delta(index, &thinking);
+        }
+        Some("function_call") if out.is_empty_block(index) => {
+            if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
+                out.tool_delta(index, arguments);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Records what a finished item adds to its block (the reasoning item itself, replayed later;
+/// the message's id) and closes the block.
+fn finish_item(index: usize, item: &Value, out: &mut Assembler) {
+    match item.get("type").and_then(Value::as_str) {
+        Some("reasoning") => out.add_thinking_signature(index, &item.to_string(), false),
+        Some("message") => {
+            if let Some(id) = item.get("id").and_then(Value::as_str) {
+                out.set_text_signature(index, id);
+            }
+        }
+        _ => {}
+    }
+    out.end_block(index);
 }
 
 impl WireDecoder for ResponsesDecoder {
@@ -244,60 +474,33 @@ impl WireDecoder for ResponsesDecoder {
                 }
             }
             "response.output_item.added" => {
-                let Some(item) = data.get("item") else { return };
-                let item_id = item
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let index = match item.get("type").and_then(Value::as_str) {
-                    Some("reasoning") => {
-                        out.close_prose();
-                        out.thinking_start()
-                    }
-                    Some("message") => {
-                        out.close_prose();
-                        out.text_start()
-                    }
-                    Some("function_call") => {
-                        let call = item
-                            .get("call_id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                        out.close_prose();
-                        let index = out.tool_start(&format!("{call}|{item_id}"), name);
-                        if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
-                            out.tool_delta(index, arguments);
-                        }
-                        index
-                    }
-                    _ => return,
-                };
-                self.items.insert(item_id, index);
+                if let Some(item) = data.get("item") {
+                    let output_index = data.get("output_index").and_then(Value::as_u64);
+                    self.add_item(item, output_index, out);
+                }
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                if let Some(index) = self.block(&data) {
+                if let Some(index) = self.block(&data, None) {
                     out.thinking_delta(index, text("delta"));
                 }
             }
             "response.reasoning_summary_part.done" => {
-                if let Some(index) = self.block(&data) {
-                    out.thinking_delta(index, "\n\n");
+                if let Some(index) = self.block(&data, None) {
+                    self.summary_part_done(index, str_at(&data, "/part/text"), out);
                 }
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                if let Some(index) = self.block(&data) {
+                if let Some(index) = self.block(&data, None) {
                     out.text_delta(index, text("delta"));
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let Some(index) = self.block(&data) {
+                if let Some(index) = self.block(&data, None) {
                     out.tool_delta(index, text("delta"));
                 }
             }
             "response.function_call_arguments.done" => {
-                if let Some(index) = self.block(&data) {
+                if let Some(index) = self.block(&data, None) {
                     let full = text("arguments");
                     // The final text normally extends what streamed; send the rest as a delta.
                     match full.strip_prefix(out.tool_arguments(index)) {
@@ -311,41 +514,16 @@ impl WireDecoder for ResponsesDecoder {
             }
             "response.output_item.done" => {
                 let Some(item) = data.get("item") else { return };
-                let item_id = item.get("id").and_then(Value::as_str).unwrap_or_default();
-                let Some(&index) = self.items.get(item_id) else {
-                    return;
-                };
-                match item.get("type").and_then(Value::as_str) {
-                    Some("reasoning") => {
-                        out.add_thinking_signature(index, &item.to_string(), false)
-                    }
-                    Some("message") => out.set_text_signature(index, item_id),
-                    _ => {}
+                let item_id = item.get("id").and_then(Value::as_str);
+                if let Some(index) = self.block(&data, item_id).filter(|&i| out.is_open(i)) {
+                    complete_block(index, item, out);
+                    finish_item(index, item, out);
                 }
-                out.end_block(index);
             }
             "response.completed"
             | "response.incomplete"
             | "response.failed"
-            | "response.cancelled" => {
-                let response = data.get("response").cloned().unwrap_or(Value::Null);
-                if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
-                    out.set_usage(responses_usage(usage));
-                }
-                match response
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or(kind.trim_start_matches("response."))
-                {
-                    "completed" => out.done(StopReason::Stop),
-                    "incomplete" => out.done(StopReason::Length),
-                    status => {
-                        let message = error_message(&response)
-                            .unwrap_or_else(|| format!("Response {status}"));
-                        out.fail(StopReason::Error, message);
-                    }
-                }
-            }
+            | "response.cancelled" => self.finish(kind, &data, out),
             "error" => {
                 let message = data
                     .get("message")

@@ -430,3 +430,20 @@ fn only_the_first_of_several_choices_is_the_answer() {
     assert_eq!(text(done(&events).1), first);
     assert!(serde_json::from_str::<Value>(&first).is_ok(), "{first}");
 }
+
+#[test]
+fn an_error_written_into_the_stream_midway_ends_it_with_its_message() {
+    // Vertex AI cancelling a stream after two chunks: a plain JSON error follows the events.
+    let recording = Recording::open(
+        "vertexai-sdk-test-data/google/vertexai-streaming-failure-error-mid-stream.sse",
+    );
+    for piece in [usize::MAX, 1, 13] {
+        let events = recording.decode(piece);
+        assert_eq!(error_of(&events), "The operation was cancelled.");
+        assert_eq!(
+            text(final_message(&events)),
+            "First Second ",
+            "what arrived is kept"
+        );
+    }
+}

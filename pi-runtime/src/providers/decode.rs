@@ -95,6 +95,13 @@ impl ResponseDecoder {
                 self.wire.event(&event, &mut self.out);
             }
         }
+        // A server that fails midway may write a plain JSON error after the events.
+        if !self.out.is_finished()
+            && self.head.is_none()
+            && let Some(message) = unframed_error(self.sse.unframed())
+        {
+            self.out.fail(StopReason::Error, message);
+        }
         if !self.out.is_finished() {
             self.wire.end(&mut self.out);
         }
@@ -152,6 +159,17 @@ pub(crate) fn parse_json(event: &SseEvent, out: &mut Assembler) -> Option<serde_
             None
         }
     }
+}
+
+/// The message of a provider's error object written outside the event stream (`{"error": ..}`,
+/// or Gemini's `[{"error": ..}]`).
+fn unframed_error(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    let value = match value {
+        serde_json::Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+        other => other,
+    };
+    error_message(&value)
 }
 
 /// The `error.message` (or `message`) of a provider's error object, if the value is one.

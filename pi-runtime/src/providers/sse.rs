@@ -30,7 +30,11 @@ pub struct SseDecoder {
     after_cr: bool,
     pending: SseEvent,
     has_data: bool,
+    unframed: String,
 }
+
+/// How much text outside event fields is kept (enough for a provider's error object).
+const UNFRAMED_LIMIT: usize = 4096;
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
@@ -58,6 +62,22 @@ impl SseDecoder {
             self.line.extend_from_slice(rest);
         }
         events
+    }
+
+    /// Lines that are not event fields (nor comments), joined with `\n`, up to 4 KiB. Event
+    /// streams have none, but some servers write a plain JSON error into the stream when it
+    /// fails midway (Gemini does); the caller can report it.
+    ///
+    /// ```
+    /// use pi_runtime::providers::SseDecoder;
+    ///
+    /// let mut decoder = SseDecoder::new();
+    /// let events = decoder.push(b"data: {}\n\n{\n  \"error\": {\"code\": 499}\n}\n");
+    /// assert_eq!(events.len(), 1);
+    /// assert_eq!(decoder.unframed(), "{\n  \"error\": {\"code\": 499}\n}");
+    /// ```
+    pub fn unframed(&self) -> &str {
+        &self.unframed
     }
 
     /// The stream ended: returns the last event when it was not followed by a blank line.
@@ -93,10 +113,21 @@ impl SseDecoder {
                 self.pending.data.push_str(value);
                 self.has_data = true;
             }
-            _ => {}
+            "id" | "retry" => {}
+            _ => self.keep_unframed(&text),
         }
         self.line = line;
         self.line.clear();
+    }
+
+    fn keep_unframed(&mut self, line: &str) {
+        if self.unframed.len() + line.len() >= UNFRAMED_LIMIT {
+            return;
+        }
+        if !self.unframed.is_empty() {
+            self.unframed.push('\n');
+        }
+        self.unframed.push_str(line);
     }
 
     fn dispatch(&mut self, events: &mut Vec<SseEvent>) {

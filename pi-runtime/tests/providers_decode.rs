@@ -645,3 +645,20 @@ fn a_chunk_of_unexpected_shape_is_skipped() {
     let events = decode(OpenAiCompletions::new("m").decoder(), &[body.as_bytes()]);
     assert_eq!(final_message(&events).text(), "still here");
 }
+
+#[test]
+fn an_anthropic_refusal_says_why() {
+    // The shape of anthropic-sdk-python's `tests/lib/streaming/fixtures/refusal_response.txt`
+    // (written by the SDK's authors, not recorded).
+    let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-opus-4-7\",\"stop_reason\":null,\"usage\":{\"input_tokens\":20,\"output_tokens\":1}}}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null,\"stop_details\":{\"type\":\"refusal\",\"category\":\"cyber\",\"explanation\":\"This request was refused due to policy.\"}},\"usage\":{\"output_tokens\":0}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let events = decode(AnthropicMessages::new("m").decoder(), &[body.as_bytes()]);
+    let Some(AssistantEvent::Error { error, .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("Provider stop_reason: refusal: This request was refused due to policy.")
+    );
+}

@@ -185,7 +185,7 @@ fn check_events(name: &str, events: &[AssistantEvent]) {
 #[test]
 fn every_recording_ends_once_and_keeps_its_text_and_calls() {
     let recordings = Recording::all();
-    assert!(recordings.len() >= 70, "{} recordings", recordings.len());
+    assert!(recordings.len() >= 85, "{} recordings", recordings.len());
     for recording in &recordings {
         let name = recording.name.as_str();
         let events = recording.decode(usize::MAX);

@@ -346,8 +346,9 @@ struct Chunk<'a> {
 
 #[derive(Debug, Deserialize)]
 struct Choice<'a> {
+    /// Which of several requested choices (a number; kept loose, as servers differ).
     #[serde(default)]
-    index: Option<u64>,
+    index: Option<Value>,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
@@ -448,9 +449,11 @@ impl CompletionsDecoder {
             out.set_response_id(id);
         }
         // Only the first choice is the answer (a server asked for several sends each in turn).
-        let choice = chunk
-            .choices
-            .and_then(|choices| choices.into_iter().find(|c| c.index.unwrap_or(0) == 0));
+        let choice = chunk.choices.and_then(|choices| {
+            choices
+                .into_iter()
+                .find(|c| c.index.as_ref().and_then(Value::as_u64).unwrap_or(0) == 0)
+        });
         let usage = chunk
             .usage
             .as_ref()

@@ -248,7 +248,8 @@ impl ResponsesDecoder {
         }
     }
 
-    /// Opens the block for a new output item; `None` for items that are not shown.
+    /// Opens the block for a new output item (none for items that are not shown, such as a
+    /// built-in tool's call).
     fn add_item(&mut self, item: &Value, output_index: Option<u64>, out: &mut Assembler) {
         self.any_item = true;
         let item_id = item.get("id").and_then(Value::as_str).unwrap_or_default();

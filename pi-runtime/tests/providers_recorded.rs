@@ -225,3 +225,43 @@ fn every_recording_decodes_the_same_however_its_bytes_are_split() {
         }
     }
 }
+
+#[test]
+fn every_recording_cut_anywhere_ends_once_and_keeps_what_arrived() {
+    for recording in Recording::all() {
+        let whole = recording.decode(usize::MAX);
+        let whole_text = text(final_message(&whole));
+        let len = recording.body.len();
+        for cut in (1..20).map(|n| len * n / 20) {
+            let name = format!("{} cut at byte {cut}", recording.name);
+            let events = recorded::decode(recording.api, &recording.body[..cut], usize::MAX);
+            let ends = events
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e,
+                        AssistantEvent::Done { .. } | AssistantEvent::Error { .. }
+                    )
+                })
+                .count();
+            assert_eq!(ends, 1, "{name}");
+            assert!(
+                matches!(events.first(), Some(AssistantEvent::Start { .. })),
+                "{name}"
+            );
+            let message = final_message(&events);
+            assert!(
+                whole_text.starts_with(&text(message)),
+                "{name}: {:?} is not the start of {whole_text:?}",
+                text(message)
+            );
+            for call in message.tool_calls() {
+                let arguments = &call.call.arguments;
+                assert!(
+                    arguments.is_object() || arguments.is_string(),
+                    "{name}: {arguments}"
+                );
+            }
+        }
+    }
+}

@@ -15,8 +15,12 @@ async fn output_texts_match_pi() {
     assert_eq!(ok_text(&result), "hi\nerr\n");
     let result = call(&tools, "bash", json!({"command": "true"})).await;
     assert_eq!(ok_text(&result), "(no output)");
+    // pi (bash.ts:345-394): a failed command with no output says so before its exit status.
     let result = call(&tools, "bash", json!({"command": "exit 7"})).await;
-    assert_eq!(err_text(&result), "Command exited with code 7");
+    assert_eq!(
+        err_text(&result),
+        "(no output)\n\nCommand exited with code 7"
+    );
 }
 
 #[tokio::test]

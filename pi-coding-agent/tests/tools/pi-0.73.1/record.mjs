@@ -1,0 +1,95 @@
+// Records what pi 0.73.1's own built-in tools answer for each case in cases.json, into
+// outputs.json, so tests/tools/pi_outputs.rs can compare our tools with pi's on the same input.
+//
+// Usage (see README.md):
+//   node record.mjs <dir containing node_modules/@mariozechner/pi-coding-agent@0.73.1>
+// pi's find and grep run fd and rg from PATH (Debian's `fdfind` is found too).
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { crc32 } from "node:zlib";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = process.argv[2];
+if (!root) {
+	console.error("usage: node record.mjs <dir with node_modules/@mariozechner/pi-coding-agent>");
+	process.exit(2);
+}
+const pkg = join(root, "node_modules/@mariozechner/pi-coding-agent");
+const version = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
+if (version !== "0.73.1") throw new Error(`expected pi-coding-agent 0.73.1, found ${version}`);
+const pi = await import(pathToFileURL(join(pkg, "dist/index.js")).href);
+
+const makers = {
+	bash: (cwd, c) => pi.createBashTool(cwd, c.shell ? { shellPath: c.shell } : undefined),
+	read: (cwd) => pi.createReadTool(cwd),
+	edit: (cwd) => pi.createEditTool(cwd),
+	find: (cwd) => pi.createFindTool(cwd),
+	grep: (cwd) => pi.createGrepTool(cwd),
+	ls: (cwd) => pi.createLsTool(cwd),
+};
+
+/** A 1x1 RGB PNG with a private `prVt` chunk that pads the file to exactly `size` bytes. */
+export function paddedPng(size) {
+	const chunk = (type, data) => {
+		const head = Buffer.alloc(8);
+		head.writeUInt32BE(data.length, 0);
+		head.write(type, 4, "latin1");
+		const crc = Buffer.alloc(4);
+		crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
+		return Buffer.concat([head, data, crc]);
+	};
+	const ihdr = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
+	// zlib stream of one scanline: filter byte 0 and one red pixel.
+	const idat = Buffer.from("789c63f8cfc0000003010100", "hex");
+	const sig = Buffer.from("89504e470d0a1a0a", "hex");
+	const fixed = sig.length + 3 * 12 + ihdr.length + idat.length + 12;
+	const pad = Buffer.alloc(size - fixed, 0x61);
+	return Buffer.concat([sig, chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("prVt", pad), chunk("IEND", Buffer.alloc(0))]);
+}
+
+const cases = JSON.parse(readFileSync(join(here, "cases.json"), "utf8"));
+const outputs = {};
+for (const c of cases) {
+	const dir = mkdtempSync(join(tmpdir(), "pi-case-"));
+	try {
+		for (const d of c.dirs ?? []) mkdirSync(join(dir, d), { recursive: true });
+		for (const [name, text] of Object.entries(c.files ?? {})) {
+			mkdirSync(dirname(join(dir, name)), { recursive: true });
+			writeFileSync(join(dir, name), text);
+		}
+		const files = {};
+		for (const [name, spec] of Object.entries(c.generated ?? {})) {
+			files[name] = paddedPng(spec.paddedPng);
+			writeFileSync(join(dir, name), files[name]);
+		}
+		const tool = makers[c.tool](dir, c);
+		let out;
+		try {
+			const result = await tool.execute("call-1", c.args, undefined, undefined);
+			out = { isError: false, content: result.content };
+		} catch (err) {
+			out = { isError: true, content: [{ type: "text", text: err.message }] };
+		}
+		const content = out.content.map((part) => {
+			// A lone surrogate (grep cutting an emoji in half) cannot be stored as UTF-8 text:
+			// record it as U+FFFD, what encoding the string as UTF-8 would give.
+			if (part.type === "text") {
+				const text = part.text.split(dir).join("<dir>").toWellFormed();
+				// fd walks in parallel, so its order changes between runs: keep the set.
+				return { type: "text", text: c.unordered ? text.split("\n").sort().join("\n") : text };
+			}
+			const original = Object.values(files).find((b) => b.toString("base64") === part.data);
+			return { type: "image", mimeType: part.mimeType, unchanged: original !== undefined };
+		});
+		if (c.edited) {
+			content.push({ type: "file", text: readFileSync(join(dir, c.edited), "utf8") });
+		}
+		outputs[c.name] = { isError: out.isError, content };
+	} finally {
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+writeFileSync(join(here, "outputs.json"), `${JSON.stringify(outputs, null, "\t")}\n`);
+console.log(`recorded ${Object.keys(outputs).length} cases`);

@@ -1,0 +1,144 @@
+//! Our tools against pi 0.73.1's own tools on the same input: each case in
+//! `pi-0.73.1/cases.json` was run through pi's real tool code by `pi-0.73.1/record.mjs`, which
+//! wrote what pi answered to `pi-0.73.1/outputs.json` (see `pi-0.73.1/README.md`). Here the same
+//! case runs through our tools and must give the same answer, text for text.
+
+use base64::Engine;
+use pi_coding_agent::{Workspace, coding_tools};
+use pi_tool::Content;
+use serde_json::{Map, Value, json};
+
+use crate::{call, write_file};
+
+const CASES: &str = include_str!("pi-0.73.1/cases.json");
+const OUTPUTS: &str = include_str!("pi-0.73.1/outputs.json");
+
+#[tokio::test]
+async fn every_recorded_case_answers_as_pi_does() {
+    let cases: Vec<Value> = serde_json::from_str(CASES).expect("cases.json");
+    let outputs: Map<String, Value> = serde_json::from_str(OUTPUTS).expect("outputs.json");
+    assert_eq!(
+        cases.len(),
+        outputs.len(),
+        "outputs.json is not recorded from cases.json"
+    );
+    let mut differences = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().expect("name");
+        let expected = outputs.get(name).expect("a recorded output for every case");
+        let ours = run(case).await;
+        if &ours != expected {
+            differences.push(format!(
+                "item {} `{name}`:\n  pi:   {expected}\n  ours: {ours}",
+                case["item"]
+            ));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// Builds the case's folder, runs the call on our tools, and describes the answer the way
+/// record.mjs describes pi's.
+async fn run(case: &Value) -> Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for sub in case["dirs"].as_array().into_iter().flatten() {
+        std::fs::create_dir_all(dir.path().join(sub.as_str().expect("dir"))).expect("mkdir");
+    }
+    for (name, text) in case["files"].as_object().into_iter().flatten() {
+        write_file(dir.path(), name, text.as_str().expect("file text"));
+    }
+    let mut generated = Vec::new();
+    for (name, spec) in case["generated"].as_object().into_iter().flatten() {
+        let size = spec["paddedPng"].as_u64().expect("paddedPng size");
+        let bytes = padded_png(usize::try_from(size).expect("size"));
+        write_file(dir.path(), name, &bytes);
+        generated.push(base64::engine::general_purpose::STANDARD.encode(bytes));
+    }
+    let mut workspace = Workspace::new(dir.path()).with_temp_dir(dir.path());
+    if let Some(shell) = case["shell"].as_str() {
+        workspace = workspace.with_shell(shell);
+    }
+    let tools = coding_tools(workspace);
+    let tool = case["tool"].as_str().expect("tool");
+    let result = call(&tools, tool, case["args"].clone()).await;
+    let shown_dir = dir.path().display().to_string();
+    let unordered = case["unordered"].as_bool().unwrap_or(false);
+    let mut content: Vec<Value> = result
+        .content
+        .iter()
+        .map(|part| match part {
+            Content::Text { text } => {
+                let text = text.replace(&shown_dir, "<dir>");
+                json!({"type": "text", "text": if unordered { sorted_lines(&text) } else { text }})
+            }
+            Content::Image { data, mime_type } => json!({
+                "type": "image",
+                "mimeType": mime_type,
+                "unchanged": generated.contains(data),
+            }),
+        })
+        .collect();
+    if let Some(edited) = case["edited"].as_str() {
+        let text = std::fs::read_to_string(dir.path().join(edited)).expect("edited file");
+        content.push(json!({"type": "file", "text": text}));
+    }
+    json!({"isError": result.is_error, "content": content})
+}
+
+/// The lines sorted by UTF-16 code units, as JavaScript's `sort()` does, for results whose order
+/// pi does not fix (`fd` walks in parallel).
+fn sorted_lines(text: &str) -> String {
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    lines.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    lines.join("\n")
+}
+
+/// The file record.mjs's `paddedPng` writes: a 1x1 RGB PNG with a private `prVt` chunk that
+/// pads it to exactly `size` bytes.
+fn padded_png(size: usize) -> Vec<u8> {
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend_from_slice(&u32::try_from(data.len()).expect("chunk size").to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    let ihdr = [0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0];
+    // zlib stream of one scanline: filter byte 0 and one red pixel (Node's deflateSync output).
+    let idat = [
+        0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00,
+    ];
+    let signature = b"\x89PNG\r\n\x1a\n";
+    let fixed = signature.len() + 3 * 12 + ihdr.len() + idat.len() + 12;
+    let mut out = signature.to_vec();
+    chunk(&mut out, b"IHDR", &ihdr);
+    chunk(&mut out, b"IDAT", &idat);
+    chunk(&mut out, b"prVt", &vec![b'a'; size - fixed]);
+    chunk(&mut out, b"IEND", &[]);
+    assert_eq!(out.len(), size);
+    out
+}
+
+/// CRC-32 (IEEE), as PNG chunks and Node's `zlib.crc32` compute it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn the_padded_png_is_a_valid_png() {
+    let bytes = padded_png(4096);
+    let image = image::load_from_memory(&bytes).expect("decodes");
+    assert_eq!((image.width(), image.height()), (1, 1));
+}

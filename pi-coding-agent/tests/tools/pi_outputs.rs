@@ -142,3 +142,20 @@ fn the_padded_png_is_a_valid_png() {
     let image = image::load_from_memory(&bytes).expect("decodes");
     assert_eq!((image.width(), image.height()), (1, 1));
 }
+
+#[test]
+fn format_size_prints_every_recorded_size_as_pi_does() {
+    let recorded: Vec<(usize, String)> =
+        serde_json::from_str(include_str!("pi-0.73.1/format-size.json")).expect("format-size.json");
+    let differences: Vec<String> = recorded
+        .iter()
+        .filter(|(bytes, pi)| pi_coding_agent::truncate::format_size(*bytes) != *pi)
+        .map(|(bytes, pi)| {
+            format!(
+                "{bytes}: pi {pi}, ours {}",
+                pi_coding_agent::truncate::format_size(*bytes)
+            )
+        })
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}

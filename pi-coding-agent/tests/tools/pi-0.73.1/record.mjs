@@ -93,3 +93,14 @@ for (const c of cases) {
 }
 writeFileSync(join(here, "outputs.json"), `${JSON.stringify(outputs, null, "\t")}\n`);
 console.log(`recorded ${Object.keys(outputs).length} cases`);
+
+// pi's formatSize (truncate.ts:50) on sizes around its rounding ties: every multiple of 256 bytes
+// up to 512 KB (x.25 and x.75 KB are exact halves), every 2^18 bytes up to 64 MB (the same
+// in MB), and the bytes next to each.
+const { formatSize } = await import(pathToFileURL(join(pkg, "dist/core/tools/truncate.js")).href);
+const sizes = new Set();
+for (let k = 0; k <= 2048; k++) for (const d of [-1, 0, 1]) sizes.add(k * 256 + d);
+for (let k = 0; k <= 256; k++) for (const d of [-1, 0, 1]) sizes.add(k * 262144 + d);
+const sizeTexts = [...sizes].filter((n) => n >= 0).sort((a, b) => a - b).map((n) => [n, formatSize(n)]);
+writeFileSync(join(here, "format-size.json"), `${JSON.stringify(sizeTexts)}\n`);
+console.log(`recorded formatSize for ${sizeTexts.length} sizes`);

@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { crc32 } from "node:zlib";
+import { crc32, deflateSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = process.argv[2];
@@ -49,6 +49,27 @@ export function paddedPng(size) {
 	return Buffer.concat([sig, chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("prVt", pad), chunk("IEND", Buffer.alloc(0))]);
 }
 
+/** A `width` x `height` RGB PNG of one grey: the same pixels as `solid_png` in pi_outputs.rs. */
+export function solidPng(width, height) {
+	const chunk = (type, data) => {
+		const head = Buffer.alloc(8);
+		head.writeUInt32BE(data.length, 0);
+		head.write(type, 4, "latin1");
+		const crc = Buffer.alloc(4);
+		crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])) >>> 0, 0);
+		return Buffer.concat([head, data, crc]);
+	};
+	const ihdr = Buffer.alloc(13);
+	ihdr.writeUInt32BE(width, 0);
+	ihdr.writeUInt32BE(height, 4);
+	ihdr.set([8, 2, 0, 0, 0], 8);
+	const row = Buffer.alloc(1 + 3 * width, 0x80);
+	row[0] = 0;
+	const raw = Buffer.concat(Array.from({ length: height }, () => row));
+	const sig = Buffer.from("89504e470d0a1a0a", "hex");
+	return Buffer.concat([sig, chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+}
+
 const cases = JSON.parse(readFileSync(join(here, "cases.json"), "utf8"));
 const outputs = {};
 for (const c of cases) {
@@ -61,7 +82,7 @@ for (const c of cases) {
 		}
 		const files = {};
 		for (const [name, spec] of Object.entries(c.generated ?? {})) {
-			files[name] = paddedPng(spec.paddedPng);
+			files[name] = spec.paddedPng ? paddedPng(spec.paddedPng) : solidPng(spec.solidPng[0], spec.solidPng[1]);
 			writeFileSync(join(dir, name), files[name]);
 		}
 		const tool = makers[c.tool](dir, c);

@@ -36,7 +36,7 @@ pub(crate) fn rg_walker(root: &Path) -> WalkBuilder {
 }
 
 /// How the entries `find` matches are walked: pi runs `fd --hidden --no-require-git`
-/// (find.ts:222-229), which applies `.gitignore` even outside a git repository, and reads
+/// (find.ts:230-238), which applies `.gitignore` even outside a git repository, and reads
 /// `.ignore` and `.fdignore`.
 pub(crate) fn fd_walker(root: &Path) -> WalkBuilder {
     let mut builder = walker(root, false);

@@ -40,7 +40,7 @@ pub async fn bash(
     if ctx.is_aborted() {
         return Err(ToolError::new("Command aborted"));
     }
-    // pi resolves the shell before it checks the working directory (bash.ts:66-72).
+    // pi resolves the shell before it checks the working directory (bash.ts:69-73).
     let shell = workspace.shell()?;
     let cwd = workspace.cwd();
     if !cwd.is_dir() {

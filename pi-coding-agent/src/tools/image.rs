@@ -87,7 +87,7 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
 }
 
 /// `(w, h)` scaled down to fit `max` on both sides, keeping the aspect ratio, with pi's
-/// arithmetic (image-resize.ts:92-101): the width first, then the height, each rounded half up.
+/// arithmetic (image-resize.ts:98-105): the width first, then the height, each rounded half up.
 /// A side pi would round to 0 is kept at 1.
 fn fit(width: u32, height: u32, max: u32) -> (u32, u32) {
     let round = |value: f64| (value + 0.5).floor() as u32;

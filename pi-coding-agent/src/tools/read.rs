@@ -62,7 +62,7 @@ pub async fn read(
         Some(offset) if offset > 0 => usize::try_from(offset - 1).unwrap_or(usize::MAX),
         _ => 0,
     };
-    // `limit: 0` selects no lines, and pi answers with the continuation notice (read.ts:287-322).
+    // `limit: 0` selects no lines, and pi answers with the continuation notice (read.ts:293-322).
     // A negative limit makes pi slice from the end of the file and point at a negative offset;
     // we refuse it instead.
     let take = match limit {

@@ -37,7 +37,7 @@ async fn offset_beyond_the_end_is_an_error() {
 async fn limit_zero_answers_with_the_continuation_notice_like_pi() {
     let (dir, tools) = project();
     write_file(dir.path(), "a.txt", "line1\nline2\nline3\n");
-    // pi (read.ts:287-322): no lines selected, then `[N more lines in file. ...]`.
+    // pi (read.ts:293-322): no lines selected, then `[N more lines in file. ...]`.
     let result = call(&tools, "read", json!({"path": "a.txt", "limit": 0})).await;
     assert_eq!(
         ok_text(&result),

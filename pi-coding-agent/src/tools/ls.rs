@@ -91,11 +91,11 @@ pub async fn ls(
 static COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> =
     LazyLock::new(|| Collator::try_new(Default::default(), CollatorOptions::default()).ok());
 
-/// pi's order (ls.ts:154: `a.toLowerCase().localeCompare(b.toLowerCase())`): the way a person reads
-/// a listing, not by bytes: punctuation before digits before letters (`_config.yml .env 10.txt
-/// 2.txt A.txt b.txt`), accents after the plain letter (`e.txt é.txt f.txt`). Names pi finds
-/// equal keep the directory's order there; here they fall back to byte order, so the listing
-/// is stable.
+/// pi's order (ls.ts:154, `a.toLowerCase().localeCompare(b.toLowerCase())`): the way a person
+/// reads a listing, not by bytes: punctuation before digits before letters (`_config.yml .env
+/// 10.txt 2.txt A.txt b.txt`), accents after the plain letter (`e.txt é.txt f.txt`). Names pi
+/// finds equal keep the directory's order there; here they fall back to byte order, so the
+/// listing is stable.
 pub(crate) fn sort_like_pi(names: &mut [String]) {
     let mut keyed: Vec<(String, String)> = names
         .iter_mut()

@@ -174,15 +174,16 @@ pub fn format_size(bytes: usize) -> String {
     }
 }
 
-/// JavaScript's `Number.prototype.toFixed`: like `{:.digits$}`, but an exact half rounds away
-/// from zero (`(1.25).toFixed(1)` is `1.3`), where Rust rounds it to even (`1.2`).
+/// JavaScript's `Number.prototype.toFixed` for numbers below 1e21 (JavaScript switches to
+/// exponent notation there): like `{:.digits$}`, but an exact half rounds away from zero
+/// (`(1.25).toFixed(1)` is `1.3`), where Rust rounds it to even (`1.2`).
 pub(crate) fn js_to_fixed(value: f64, digits: usize) -> String {
     if !value.is_finite() || value == 0.0 {
         return format!("{value:.digits$}");
     }
     // A tie has at most `digits + 1` decimals, so `value * 2^(digits + 1)` is an integer
     // (an exact product: only the exponent changes).
-    let scaled = value * f64::from(2u32.pow(u32::try_from(digits + 1).unwrap_or(31)));
+    let scaled = value * 2f64.powi(i32::try_from(digits + 1).unwrap_or(i32::MAX));
     let tie = scaled.fract() == 0.0 && format!("{value:.0$}", digits + 1).ends_with('5');
     if tie {
         // One step away from zero is past the tie and nowhere near the next rounding boundary.
@@ -274,6 +275,7 @@ mod tests {
             (0.15, 1, "0.1"),   // 0.1499999999999999944...
             (2.0, 2, "2.00"),
             (1.0 / 3.0, 2, "0.33"),
+            (0.5, 40, "0.5000000000000000000000000000000000000000"),
         ];
         for (value, digits, expected) in cases {
             assert_eq!(

@@ -74,7 +74,7 @@ async fn run(case: &Value) -> Value {
         .iter()
         .map(|part| match part {
             Content::Text { text } => {
-                let text = text.replace(&shown_dir, "<dir>");
+                let text = hide_log_path(&text.replace(&shown_dir, "<dir>"));
                 json!({"type": "text", "text": if unordered { sorted_lines(&text) } else { text }})
             }
             Content::Image { data, mime_type } => json!({
@@ -89,6 +89,21 @@ async fn run(case: &Value) -> Value {
         content.push(json!({"type": "file", "text": text}));
     }
     json!({"isError": result.is_error, "content": content})
+}
+
+/// `Full output: <path>]` as `Full output: <log>]`: bash's log has a random name.
+fn hide_log_path(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("Full output: ") {
+        let after = &rest[start + "Full output: ".len()..];
+        let Some(end) = after.find(']') else { break };
+        out.push_str(&rest[..start]);
+        out.push_str("Full output: <log>]");
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The lines sorted by UTF-16 code units, as JavaScript's `sort()` does, for results whose order

@@ -176,7 +176,8 @@ async fn abort_kills_the_group_and_reports_command_aborted() {
         }
         trigger.cancel();
     });
-    let command = "(trap '' TERM; sleep 30) & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo waiting; wait";
+    // `waiting` is in the pipe before the pid file appears (and so before the abort).
+    let command = "(trap '' TERM; sleep 30) & echo waiting; echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait";
     let (result, _) = call_streaming(&tools, "bash", json!({"command": command}), signal).await;
     watcher.await.unwrap();
     assert_eq!(err_text(&result), "waiting\n\n\nCommand aborted");

@@ -3,6 +3,7 @@
 pub mod bash;
 mod diff;
 pub mod edit;
+mod exif;
 pub mod find;
 pub mod grep;
 mod image;

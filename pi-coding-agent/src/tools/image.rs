@@ -1,13 +1,16 @@
 //! Images for `read`: type detection by magic bytes and pi's resize-to-fit policy
 //! (image-resize.ts: 2000x2000 and under 4.5 MiB of base64; PNG first, then JPEG at falling
-//! quality, then smaller).
+//! quality, then smaller), measured after the EXIF orientation is applied.
 
 use std::io::Cursor;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use image::codecs::jpeg::JpegEncoder;
+use image::metadata::Orientation;
 use image::{DynamicImage, ImageFormat, imageops::FilterType};
+
+use crate::tools::exif;
 
 /// Largest width or height sent to the model.
 pub(crate) const MAX_DIMENSION: u32 = 2000;
@@ -52,7 +55,11 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
         "image/gif" => ImageFormat::Gif,
         _ => ImageFormat::WebP,
     };
-    let decoded = image::load_from_memory_with_format(bytes, format).ok()?;
+    let mut decoded = image::load_from_memory_with_format(bytes, format).ok()?;
+    // pi turns a photo upright before measuring it (the unchanged file keeps its EXIF tag).
+    if let Some(orientation) = Orientation::from_exif(exif::orientation(bytes)) {
+        decoded.apply_orientation(orientation);
+    }
     let (width, height) = (decoded.width(), decoded.height());
     if width <= MAX_DIMENSION
         && height <= MAX_DIMENSION

@@ -49,13 +49,26 @@ async fn run(case: &Value) -> Value {
     }
     let mut generated = Vec::new();
     for (name, spec) in case["generated"].as_object().into_iter().flatten() {
-        let bytes = match (spec["paddedPng"].as_u64(), spec["solidPng"].as_array()) {
-            (Some(size), _) => padded_png(usize::try_from(size).expect("size")),
-            (None, Some(dims)) => solid_png(
-                u32::try_from(dims[0].as_u64().expect("width")).expect("width"),
-                u32::try_from(dims[1].as_u64().expect("height")).expect("height"),
-            ),
-            _ => panic!("unknown generated file {spec}"),
+        let numbers = |key: &str| -> Option<Vec<u32>> {
+            spec[key].as_array().map(|values| {
+                values
+                    .iter()
+                    .map(|v| u32::try_from(v.as_u64().expect("number")).expect("u32"))
+                    .collect()
+            })
+        };
+        let bytes = if let Some(size) = spec["paddedPng"].as_u64() {
+            padded_png(usize::try_from(size).expect("size"))
+        } else if let Some(dims) = numbers("solidPng") {
+            solid_png(dims[0], dims[1])
+        } else if let Some(spec) = numbers("orientedJpeg") {
+            oriented_jpeg(
+                spec[0],
+                spec[1],
+                u8::try_from(spec[2]).expect("orientation"),
+            )
+        } else {
+            panic!("unknown generated file {spec}")
         };
         write_file(dir.path(), name, &bytes);
         generated.push(base64::engine::general_purpose::STANDARD.encode(bytes));
@@ -153,6 +166,54 @@ fn solid_png(width: u32, height: u32) -> Vec<u8> {
         )
         .expect("encode png");
     bytes
+}
+
+/// The photo record.mjs's `orientedJpeg` writes: a grey `width` x `height` JPEG with an EXIF
+/// APP1 segment (big-endian TIFF, one orientation entry) right after SOI.
+fn oriented_jpeg(width: u32, height: u32, orientation: u8) -> Vec<u8> {
+    let image = image::RgbImage::from_pixel(width, height, image::Rgb([0x80; 3]));
+    let mut jpeg = Vec::new();
+    image::DynamicImage::ImageRgb8(image)
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            &mut jpeg, 90,
+        ))
+        .expect("encode jpeg");
+    let tiff = [
+        0x4d,
+        0x4d,
+        0,
+        0x2a,
+        0,
+        0,
+        0,
+        8,
+        0,
+        1,
+        0x01,
+        0x12,
+        0,
+        3,
+        0,
+        0,
+        0,
+        1,
+        0,
+        orientation,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let length = u16::try_from(2 + 6 + tiff.len()).expect("segment length");
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&length.to_be_bytes());
+    out.extend_from_slice(b"Exif\0\0");
+    out.extend_from_slice(&tiff);
+    out.extend_from_slice(&jpeg[2..]);
+    out
 }
 
 /// CRC-32 (IEEE), as PNG chunks and Node's `zlib.crc32` compute it.

@@ -70,6 +70,25 @@ export function solidPng(width, height) {
 	return Buffer.concat([sig, chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
 }
 
+/** The APP1 segment of an EXIF header (big-endian TIFF) holding one orientation entry. */
+function exifApp1(orientation) {
+	const tiff = Buffer.from([0x4d, 0x4d, 0, 0x2a, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, orientation, 0, 0, 0, 0, 0, 0]);
+	const length = Buffer.alloc(2);
+	length.writeUInt16BE(2 + 6 + tiff.length, 0);
+	return Buffer.concat([Buffer.from([0xff, 0xe1]), length, Buffer.from("Exif\0\0", "latin1"), tiff]);
+}
+
+/** A `width` x `height` grey JPEG (photon, pi's image library) with an EXIF orientation segment
+ * right after SOI: `oriented_jpeg` in pi_outputs.rs builds the same layout with the image crate. */
+async function orientedJpeg(width, height, orientation) {
+	const module = await import(pathToFileURL(join(root, "node_modules/@silvia-odwyer/photon-node/photon_rs.js")).href);
+	const photon = module.default ?? module;
+	const image = new photon.PhotonImage(new Uint8Array(width * height * 4).fill(0x80), width, height);
+	const jpeg = Buffer.from(image.get_bytes_jpeg(90));
+	image.free();
+	return Buffer.concat([jpeg.subarray(0, 2), exifApp1(orientation), jpeg.subarray(2)]);
+}
+
 const cases = JSON.parse(readFileSync(join(here, "cases.json"), "utf8"));
 const outputs = {};
 for (const c of cases) {
@@ -82,7 +101,9 @@ for (const c of cases) {
 		}
 		const files = {};
 		for (const [name, spec] of Object.entries(c.generated ?? {})) {
-			files[name] = spec.paddedPng ? paddedPng(spec.paddedPng) : solidPng(spec.solidPng[0], spec.solidPng[1]);
+			if (spec.paddedPng) files[name] = paddedPng(spec.paddedPng);
+			else if (spec.solidPng) files[name] = solidPng(spec.solidPng[0], spec.solidPng[1]);
+			else files[name] = await orientedJpeg(...spec.orientedJpeg);
 			writeFileSync(join(dir, name), files[name]);
 		}
 		const tool = makers[c.tool](dir, c);

@@ -3,6 +3,7 @@
 pub mod bash;
 mod diff;
 pub mod edit;
+mod exif;
 pub mod find;
 pub mod grep;
 mod image;
@@ -26,10 +27,27 @@ pub(crate) fn aborted() -> ToolError {
     ToolError::new("Operation aborted")
 }
 
-/// A walker like `rg --hidden` / `fd --hidden --no-require-git`: dotfiles included,
-/// `.gitignore`/`.ignore` respected even outside a git repository, `.git` itself skipped,
-/// symlinks not followed, entries sorted by name so output is stable.
-pub(crate) fn walker(root: &Path) -> WalkBuilder {
+/// How the files `grep` searches are walked: pi runs `rg --hidden` (grep.ts:214), which applies
+/// `.gitignore` only inside a git repository (a `.git` in the folder or a parent), and reads
+/// `.ignore` and `.rgignore` everywhere.
+pub(crate) fn rg_walker(root: &Path) -> WalkBuilder {
+    let mut builder = walker(root, true);
+    builder.add_custom_ignore_filename(".rgignore");
+    builder
+}
+
+/// How the entries `find` matches are walked: pi runs `fd --hidden --no-require-git`
+/// (find.ts:230-238), which applies `.gitignore` even outside a git repository, and reads
+/// `.ignore` and `.fdignore`.
+pub(crate) fn fd_walker(root: &Path) -> WalkBuilder {
+    let mut builder = walker(root, false);
+    builder.add_custom_ignore_filename(".fdignore");
+    builder
+}
+
+/// What rg and fd share: dotfiles included, `.gitignore`/`.ignore`/git excludes respected,
+/// `.git` itself skipped, symlinks not followed, entries sorted by name so output is stable.
+fn walker(root: &Path, require_git: bool) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -37,7 +55,7 @@ pub(crate) fn walker(root: &Path) -> WalkBuilder {
         .git_exclude(true)
         .ignore(true)
         .parents(true)
-        .require_git(false)
+        .require_git(require_git)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git");

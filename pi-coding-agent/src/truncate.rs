@@ -7,7 +7,8 @@ use serde::Serialize;
 pub const DEFAULT_MAX_LINES: usize = 2000;
 /// Most bytes a tool returns before truncating (pi's `DEFAULT_MAX_BYTES`, 50 KB).
 pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
-/// Most characters of one `grep` output line (pi's `GREP_MAX_LINE_LENGTH`).
+/// Most UTF-16 code units (JavaScript string length) of one `grep` output line (pi's
+/// `GREP_MAX_LINE_LENGTH`; pi calls them chars).
 pub const GREP_MAX_LINE_LENGTH: usize = 500;
 
 /// Which limit cut the output.
@@ -162,23 +163,56 @@ fn tail_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     &text[start..]
 }
 
-/// pi's `formatSize`: `512B`, `50.0KB`, `1.5MB`.
+/// pi's `formatSize` (truncate.ts:50): `512B`, `50.0KB`, `1.3KB` for 1280 bytes, `1.5MB`.
 pub fn format_size(bytes: usize) -> String {
     if bytes < 1024 {
         format!("{bytes}B")
     } else if bytes < 1024 * 1024 {
-        format!("{:.1}KB", bytes as f64 / 1024.0)
+        format!("{}KB", js_to_fixed(bytes as f64 / 1024.0, 1))
     } else {
-        format!("{:.1}MB", bytes as f64 / (1024.0 * 1024.0))
+        format!("{}MB", js_to_fixed(bytes as f64 / (1024.0 * 1024.0), 1))
     }
 }
 
-/// Cuts a line to `max_chars` characters, adding `... [truncated]`; says whether it cut.
-pub(crate) fn truncate_line(line: &str, max_chars: usize) -> (String, bool) {
-    match line.char_indices().nth(max_chars) {
-        Some((cut, _)) => (format!("{}... [truncated]", &line[..cut]), true),
-        None => (line.to_owned(), false),
+/// JavaScript's `Number.prototype.toFixed` for numbers below 1e21 (JavaScript switches to
+/// exponent notation there): like `{:.digits$}`, but an exact half rounds away from zero
+/// (`(1.25).toFixed(1)` is `1.3`), where Rust rounds it to even (`1.2`).
+pub(crate) fn js_to_fixed(value: f64, digits: usize) -> String {
+    if !value.is_finite() || value == 0.0 {
+        return format!("{value:.digits$}");
     }
+    // A tie has at most `digits + 1` decimals, so `value * 2^(digits + 1)` is an integer
+    // (an exact product: only the exponent changes).
+    let scaled = value * 2f64.powi(i32::try_from(digits + 1).unwrap_or(i32::MAX));
+    let tie = scaled.fract() == 0.0 && format!("{value:.0$}", digits + 1).ends_with('5');
+    if tie {
+        // One step away from zero is past the tie and nowhere near the next rounding boundary.
+        let past = if value > 0.0 {
+            value.next_up()
+        } else {
+            value.next_down()
+        };
+        format!("{past:.digits$}")
+    } else {
+        format!("{value:.digits$}")
+    }
+}
+
+/// pi's `truncateLine` (truncate.ts:257): cuts a line longer than `max_units` UTF-16 code units
+/// (JavaScript's `length`), adding `... [truncated]`; says whether it cut. When the cut splits a
+/// surrogate pair pi keeps the high half, which no Rust string can hold: it becomes U+FFFD, as it
+/// does whenever JavaScript encodes such a string as UTF-8.
+pub(crate) fn truncate_line(line: &str, max_units: usize) -> (String, bool) {
+    let mut units = 0;
+    for (index, c) in line.char_indices() {
+        let before = units;
+        units += c.len_utf16();
+        if units > max_units {
+            let half = if before < max_units { "\u{FFFD}" } else { "" };
+            return (format!("{}{half}... [truncated]", &line[..index]), true);
+        }
+    }
+    (line.to_owned(), false)
 }
 
 #[cfg(test)]
@@ -216,10 +250,55 @@ mod tests {
         assert_eq!(format_size(1023), "1023B");
         assert_eq!(format_size(50 * 1024), "50.0KB");
         assert_eq!(format_size(3 * 1024 * 1024 / 2), "1.5MB");
+        // (1280 / 1024).toFixed(1) === "1.3": an exact half rounds up in JavaScript.
+        assert_eq!(format_size(1280), "1.3KB");
+        assert_eq!(format_size(5 * 1024 * 1024 / 4), "1.3MB");
+        assert_eq!(format_size(1331), "1.3KB");
+        assert_eq!(format_size(1126), "1.1KB");
         assert_eq!(
             truncate_line("héllo", 2),
             ("hé... [truncated]".to_owned(), true)
         );
         assert_eq!(truncate_line("hé", 2), ("hé".to_owned(), false));
+    }
+
+    #[test]
+    fn to_fixed_rounds_exact_halves_away_from_zero_like_javascript() {
+        // Each expected text is what Node 20 prints for `x.toFixed(d)`.
+        let cases = [
+            (1.25, 1, "1.3"),
+            (1.125, 2, "1.13"),
+            (0.5, 0, "1"),
+            (2.5, 0, "3"),
+            (-1.25, 1, "-1.3"),
+            (1.005, 2, "1.00"), // 1.005 is 1.00499999999999989... as a double
+            (0.15, 1, "0.1"),   // 0.1499999999999999944...
+            (2.0, 2, "2.00"),
+            (1.0 / 3.0, 2, "0.33"),
+            (0.5, 40, "0.5000000000000000000000000000000000000000"),
+        ];
+        for (value, digits, expected) in cases {
+            assert_eq!(
+                js_to_fixed(value, digits),
+                expected,
+                "{value}.toFixed({digits})"
+            );
+        }
+    }
+
+    #[test]
+    fn grep_line_cut_counts_utf16_units_like_javascript() {
+        let emoji = "\u{1F600}".repeat(300);
+        let (cut, truncated) = truncate_line(&emoji, 500);
+        assert!(truncated);
+        assert_eq!(cut, format!("{}... [truncated]", "\u{1F600}".repeat(250)));
+        // 250 emoji are exactly 500 units: not cut.
+        assert!(!truncate_line(&"\u{1F600}".repeat(250), 500).1);
+        // A cut through a surrogate pair keeps pi's half character as U+FFFD.
+        let odd = format!("a{}", "\u{1F600}".repeat(300));
+        assert_eq!(
+            truncate_line(&odd, 500).0,
+            format!("a{}\u{FFFD}... [truncated]", "\u{1F600}".repeat(249))
+        );
     }
 }

@@ -75,6 +75,8 @@ impl Workspace {
     }
 
     /// Runs `bash` commands with this shell (`<shell> -c <command>`) instead of `/bin/bash`.
+    /// As in pi, the path must exist: otherwise every `bash` call fails with
+    /// `Custom shell path not found: <path>` (nothing is looked up on `PATH`).
     #[must_use]
     pub fn with_shell(mut self, shell: impl Into<PathBuf>) -> Self {
         self.shell = Some(shell.into());
@@ -116,23 +118,31 @@ impl Workspace {
         self.images_supported
     }
 
-    /// The shell `bash` runs: the configured one, else `/bin/bash`, else `bash` on `PATH`, else `sh`.
-    pub fn shell(&self) -> PathBuf {
+    /// The shell `bash` runs: the configured one, else `/bin/bash`, else `bash` on `PATH`, else
+    /// `sh` (pi's `getShellConfig`). A configured shell that does not exist is pi's error
+    /// `Custom shell path not found: <path>`.
+    pub fn shell(&self) -> Result<PathBuf, ToolError> {
         if let Some(shell) = &self.shell {
-            return shell.clone();
+            if !shell.exists() {
+                return Err(ToolError::new(format!(
+                    "Custom shell path not found: {}",
+                    shell.display()
+                )));
+            }
+            return Ok(shell.clone());
         }
         if Path::new("/bin/bash").exists() {
-            return PathBuf::from("/bin/bash");
+            return Ok(PathBuf::from("/bin/bash"));
         }
         if let Some(paths) = std::env::var_os("PATH") {
             for dir in std::env::split_paths(&paths) {
                 let candidate = dir.join("bash");
                 if candidate.is_file() {
-                    return candidate;
+                    return Ok(candidate);
                 }
             }
         }
-        PathBuf::from("sh")
+        Ok(PathBuf::from("sh"))
     }
 
     /// Resolves a path as a model wrote it, pi's way: a leading `@` is dropped, Unicode spaces

@@ -40,6 +40,8 @@ pub async fn bash(
     if ctx.is_aborted() {
         return Err(ToolError::new("Command aborted"));
     }
+    // pi resolves the shell before it checks the working directory (bash.ts:69-73).
+    let shell = workspace.shell()?;
     let cwd = workspace.cwd();
     if !cwd.is_dir() {
         return Err(ToolError::new(format!(
@@ -47,7 +49,6 @@ pub async fn bash(
             cwd.display()
         )));
     }
-    let shell = workspace.shell();
     let (reader, writer) = std::io::pipe()?;
     let writer_for_stderr = writer.try_clone()?;
     let mut child = {
@@ -147,20 +148,18 @@ pub async fn bash(
         }
         Outcome::Exited(_) => None,
     };
+    // pi (bash.ts:345-394): an exit status follows the output or `(no output)`; an abort or a
+    // timeout follows the output only.
+    if text.is_empty() && matches!(outcome, Outcome::Exited(_)) {
+        text.push_str("(no output)");
+    }
     match status {
         Some(status) if text.is_empty() => Err(ToolError::new(status)),
         Some(status) => Err(ToolError::new(format!("{text}\n\n{status}"))),
-        None => {
-            let text = if text.is_empty() {
-                "(no output)".to_owned()
-            } else {
-                text
-            };
-            Ok(ToolResult::new(
-                vec![Content::text(text)],
-                snapshot.details(),
-            ))
-        }
+        None => Ok(ToolResult::new(
+            vec![Content::text(text)],
+            snapshot.details(),
+        )),
     }
 }
 

@@ -136,11 +136,15 @@ fn to_lf(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
-/// pi's fuzzy form: NFKC, trailing whitespace trimmed per line, smart quotes, Unicode dashes and
-/// special spaces made ASCII.
+/// pi's fuzzy form (`normalizeForFuzzyMatch`, edit-diff.ts:34): NFKC, trailing whitespace
+/// trimmed per line the way JavaScript's `trimEnd` does, smart quotes, Unicode dashes and special
+/// spaces made ASCII.
 fn fuzzy(text: &str) -> String {
     let nfkc: String = text.nfkc().collect();
-    let trimmed: Vec<&str> = nfkc.split('\n').map(str::trim_end).collect();
+    let trimmed: Vec<&str> = nfkc
+        .split('\n')
+        .map(|line| line.trim_end_matches(is_js_whitespace))
+        .collect();
     trimmed
         .join("\n")
         .chars()
@@ -152,6 +156,16 @@ fn fuzzy(text: &str) -> String {
             other => other,
         })
         .collect()
+}
+
+/// What JavaScript's `trimEnd` removes (ECMAScript WhiteSpace and LineTerminator): Rust's
+/// `char::is_whitespace` without U+0085 (NEL), plus U+FEFF (the byte order mark).
+fn is_js_whitespace(c: char) -> bool {
+    match c {
+        '\u{FEFF}' => true,
+        '\u{0085}' => false,
+        other => other.is_whitespace(),
+    }
 }
 
 /// Where one edit matched: byte offset and length in the content it was matched against.
@@ -287,6 +301,29 @@ mod tests {
         .unwrap();
         assert_eq!(base, "say \"hi\"\nkeep-this\n");
         assert_eq!(out, "say 'yo'\nkeep-this\n");
+    }
+
+    #[test]
+    fn fuzzy_trims_line_ends_like_javascript_trim_end() {
+        // `"a\uFEFF".trimEnd()` is "a"; `"a\u0085".trimEnd()` keeps the NEL (Node 20).
+        assert_eq!(
+            fuzzy("a\u{FEFF}\nb\u{0085}\nc \t\u{3000}\u{2028}"),
+            "a\nb\u{0085}\nc"
+        );
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let js = matches!(
+                c,
+                '\t' | '\n' | '\u{B}' | '\u{C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+                    ..='\u{200A}'
+                        | '\u{2028}'
+                        | '\u{2029}'
+                        | '\u{202F}'
+                        | '\u{205F}'
+                        | '\u{3000}'
+                        | '\u{FEFF}'
+            );
+            assert_eq!(is_js_whitespace(c), js, "U+{:04X}", u32::from(c));
+        }
     }
 
     #[test]

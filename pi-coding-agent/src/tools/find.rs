@@ -1,13 +1,14 @@
-//! `find`: files and directories by glob, like `fd --glob --hidden --no-require-git`.
+//! `find`: files and directories by glob, like `fd --glob --hidden --no-require-git` (smart case).
 
 use std::path::PathBuf;
 
 use globset::{GlobBuilder, GlobMatcher};
 use pi_tool::{CancellationToken, State, ToolContext, ToolError, ToolResult, tool};
+use regex_syntax::hir::{Capture, Class, Hir, HirKind, Literal, Repetition};
 use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{Notice, aborted, listing, relative_posix, search_root, walker};
+use crate::tools::{Notice, aborted, fd_walker, listing, relative_posix, search_root};
 
 /// Results returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 1000;
@@ -48,8 +49,9 @@ pub async fn find(
     Ok(listing(&results, limit_notice, None))
 }
 
-/// fd's rule: a pattern with `/` matches the full path (prefixed with `**/` unless anchored),
-/// otherwise the file name. `*` never crosses `/`.
+/// fd's rules: a pattern with `/` matches the full path (prefixed with `**/` unless anchored),
+/// otherwise the file name; `*` never crosses `/`; smart case (case-insensitive unless the
+/// pattern has an upper-case character).
 fn glob_for(pattern: &str) -> Result<(GlobMatcher, bool), ToolError> {
     let full_path = pattern.contains('/');
     let pattern = if full_path
@@ -59,11 +61,51 @@ fn glob_for(pattern: &str) -> Result<(GlobMatcher, bool), ToolError> {
     } else {
         pattern.to_owned()
     };
-    let glob = GlobBuilder::new(&pattern)
-        .literal_separator(true)
+    let build = |case_insensitive: bool| {
+        GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .case_insensitive(case_insensitive)
+            .build()
+            .map_err(|err| ToolError::new(format!("Invalid glob pattern: {err}")))
+    };
+    let glob = build(false)?;
+    if regex_has_uppercase_char(glob.regex()) {
+        return Ok((glob.compile_matcher(), full_path));
+    }
+    Ok((build(true)?.compile_matcher(), full_path))
+}
+
+/// fd's smart-case test (`pattern_has_uppercase_char` in fd's `regex_helper.rs`), run on the
+/// regex the glob becomes, as fd does: an upper-case literal, or a class with an upper-case
+/// bound, makes the search case-sensitive; `\D`-style escapes and `*` do not.
+fn regex_has_uppercase_char(regex: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
         .build()
-        .map_err(|err| ToolError::new(format!("Invalid glob pattern: {err}")))?;
-    Ok((glob.compile_matcher(), full_path))
+        .parse(regex)
+        .is_ok_and(|hir| hir_has_uppercase_char(&hir))
+}
+
+fn hir_has_uppercase_char(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Literal(Literal(bytes)) => match std::str::from_utf8(bytes) {
+            Ok(text) => text.chars().any(char::is_uppercase),
+            Err(_) => bytes.iter().any(|&b| char::from(b).is_uppercase()),
+        },
+        HirKind::Class(Class::Unicode(ranges)) => ranges
+            .iter()
+            .any(|r| r.start().is_uppercase() || r.end().is_uppercase()),
+        HirKind::Class(Class::Bytes(ranges)) => ranges
+            .iter()
+            .any(|r| char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase()),
+        HirKind::Capture(Capture { sub, .. }) | HirKind::Repetition(Repetition { sub, .. }) => {
+            hir_has_uppercase_char(sub)
+        }
+        HirKind::Concat(hirs) | HirKind::Alternation(hirs) => {
+            hirs.iter().any(hir_has_uppercase_char)
+        }
+        HirKind::Empty | HirKind::Look(_) => false,
+    }
 }
 
 fn walk(
@@ -74,7 +116,7 @@ fn walk(
     signal: CancellationToken,
 ) -> Result<Vec<String>, ToolError> {
     let mut results = Vec::new();
-    for entry in walker(&root).build() {
+    for entry in fd_walker(&root).build() {
         if signal.is_cancelled() {
             return Err(aborted());
         }
@@ -100,4 +142,23 @@ fn walk(
         }
     }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smart_case_follows_upper_case_letters_in_the_glob() {
+        let matches = |pattern: &str, name: &str| glob_for(pattern).unwrap().0.is_match(name);
+        assert!(matches("*.md", "README.MD"));
+        assert!(matches("readme*", "README.md"));
+        assert!(!matches("*.MD", "notes.md"));
+        assert!(matches("*.MD", "README.MD"));
+        // fd looks at the regex the glob becomes: a class with an upper-case bound counts,
+        // `*` and `?` (`[^/]`) do not.
+        assert!(!matches("[A-Z].md", "b.md"));
+        assert!(matches("[a-z].md", "B.md"));
+        assert!(matches("?.md", "B.MD"));
+    }
 }

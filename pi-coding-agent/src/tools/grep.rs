@@ -9,7 +9,7 @@ use pi_tool::{CancellationToken, State, ToolContext, ToolError, ToolResult, tool
 use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{Notice, aborted, listing, relative_posix, search_root, walker};
+use crate::tools::{Notice, aborted, listing, relative_posix, rg_walker, search_root};
 use crate::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 
 /// Matches returned when the model gives no `limit`.
@@ -110,7 +110,7 @@ impl Search {
             .build();
         let single_file = self.root.is_file();
         let mut matches = 0usize;
-        let mut walk = walker(&self.root);
+        let mut walk = rg_walker(&self.root);
         if let Some(glob) = &self.glob {
             let mut overrides = OverrideBuilder::new(&self.root);
             overrides

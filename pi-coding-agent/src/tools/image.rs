@@ -1,17 +1,22 @@
 //! Images for `read`: type detection by magic bytes and pi's resize-to-fit policy
-//! (2000x2000 and 4.5 MB of base64; PNG first, then JPEG at falling quality, then smaller).
+//! (image-resize.ts: 2000x2000 and under 4.5 MiB of base64; PNG first, then JPEG at falling
+//! quality, then smaller), measured after the EXIF orientation is applied.
 
 use std::io::Cursor;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use image::codecs::jpeg::JpegEncoder;
+use image::metadata::Orientation;
 use image::{DynamicImage, ImageFormat, imageops::FilterType};
+
+use crate::tools::exif;
 
 /// Largest width or height sent to the model.
 pub(crate) const MAX_DIMENSION: u32 = 2000;
-/// Largest base64 payload sent to the model (4.5 MB).
-pub(crate) const MAX_BASE64_BYTES: usize = 4_500_000;
+/// A base64 payload must be smaller than this to be sent (pi's `DEFAULT_MAX_BYTES`,
+/// `4.5 * 1024 * 1024`, compared with `<`: headroom below Anthropic's 5 MB limit).
+pub(crate) const MAX_BASE64_BYTES: usize = 4_718_592;
 /// JPEG qualities tried in order after PNG.
 const JPEG_QUALITIES: [u8; 5] = [80, 85, 70, 55, 40];
 
@@ -50,11 +55,15 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
         "image/gif" => ImageFormat::Gif,
         _ => ImageFormat::WebP,
     };
-    let decoded = image::load_from_memory_with_format(bytes, format).ok()?;
+    let mut decoded = image::load_from_memory_with_format(bytes, format).ok()?;
+    // pi turns a photo upright before measuring it (the unchanged file keeps its EXIF tag).
+    if let Some(orientation) = Orientation::from_exif(exif::orientation(bytes)) {
+        decoded.apply_orientation(orientation);
+    }
     let (width, height) = (decoded.width(), decoded.height());
     if width <= MAX_DIMENSION
         && height <= MAX_DIMENSION
-        && base64_len(bytes.len()) <= MAX_BASE64_BYTES
+        && base64_len(bytes.len()) < MAX_BASE64_BYTES
     {
         return Some(PreparedImage {
             data: STANDARD.encode(bytes),
@@ -84,16 +93,21 @@ pub(crate) fn prepare(bytes: &[u8], mime_type: &'static str) -> Option<PreparedI
     }
 }
 
-/// `(w, h)` scaled down to fit `max` on both sides, keeping the aspect ratio.
+/// `(w, h)` scaled down to fit `max` on both sides, keeping the aspect ratio, with pi's
+/// arithmetic (image-resize.ts:98-105): the width first, then the height, each rounded half up.
+/// A side pi would round to 0 is kept at 1.
 fn fit(width: u32, height: u32, max: u32) -> (u32, u32) {
-    if width <= max && height <= max {
-        return (width.max(1), height.max(1));
+    let round = |value: f64| (value + 0.5).floor() as u32;
+    let (mut w, mut h) = (width, height);
+    if w > max {
+        h = round(f64::from(h) * f64::from(max) / f64::from(w));
+        w = max;
     }
-    let scale = f64::from(max) / f64::from(width.max(height));
-    (
-        ((f64::from(width) * scale).round() as u32).clamp(1, max),
-        ((f64::from(height) * scale).round() as u32).clamp(1, max),
-    )
+    if h > max {
+        w = round(f64::from(w) * f64::from(max) / f64::from(h));
+        h = max;
+    }
+    (w.max(1), h.max(1))
 }
 
 fn encode_within_budget(image: &DynamicImage) -> Option<(Vec<u8>, &'static str)> {
@@ -101,7 +115,7 @@ fn encode_within_budget(image: &DynamicImage) -> Option<(Vec<u8>, &'static str)>
     if image
         .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
         .is_ok()
-        && base64_len(png.len()) <= MAX_BASE64_BYTES
+        && base64_len(png.len()) < MAX_BASE64_BYTES
     {
         return Some((png, "image/png"));
     }
@@ -111,7 +125,7 @@ fn encode_within_budget(image: &DynamicImage) -> Option<(Vec<u8>, &'static str)>
         if rgb
             .write_with_encoder(JpegEncoder::new_with_quality(&mut jpeg, quality))
             .is_ok()
-            && base64_len(jpeg.len()) <= MAX_BASE64_BYTES
+            && base64_len(jpeg.len()) < MAX_BASE64_BYTES
         {
             return Some((jpeg, "image/jpeg"));
         }
@@ -137,7 +151,21 @@ mod tests {
     }
 
     #[test]
+    fn the_base64_limit_is_pis_strictly_below_4_5_mib() {
+        // 3,538,941 bytes are 4,718,588 base64 bytes: sent as is. 3,538,942 are 4,718,592.
+        assert!(base64_len(3_538_941) < MAX_BASE64_BYTES);
+        assert!(base64_len(3_538_942) >= MAX_BASE64_BYTES);
+        assert_eq!(MAX_BASE64_BYTES as f64, 4.5 * 1024.0 * 1024.0);
+    }
+
+    #[test]
     fn fits_keep_the_aspect_ratio() {
+        // pi: 3000x2999 -> height round(2999 * 2000 / 3000) = round(1999.33) = 1999.
+        assert_eq!(fit(3000, 2999, 2000), (2000, 1999));
+        // pi: 2001x4000 -> 2000x3998 (width first), then round(2000 * 2000 / 3998) = 1001.
+        assert_eq!(fit(2001, 4000, 2000), (1001, 2000));
+        // pi: 4000x1001 -> round(1001 * 2000 / 4000) = round(500.5) = 501 (half up).
+        assert_eq!(fit(4000, 1001, 2000), (2000, 501));
         assert_eq!(fit(4000, 1000, 2000), (2000, 500));
         assert_eq!(fit(100, 50, 2000), (100, 50));
         assert_eq!(fit(1, 100_000, 2000), (1, 2000));

@@ -1,5 +1,11 @@
-//! `ls`: one directory's entries, dotfiles included, sorted case-insensitively, `/` after directories.
+//! `ls`: one directory's entries, dotfiles included, sorted the way pi sorts them, `/` after
+//! directories.
 
+use std::cmp::Ordering;
+use std::sync::LazyLock;
+
+use icu_collator::options::CollatorOptions;
+use icu_collator::{Collator, CollatorBorrowed};
 use pi_tool::{State, ToolContext, ToolError, ToolResult, tool};
 use serde_json::json;
 
@@ -44,11 +50,7 @@ pub async fn ls(
     {
         names.push(entry.file_name().to_string_lossy().into_owned());
     }
-    names.sort_by(|a, b| {
-        a.to_lowercase()
-            .cmp(&b.to_lowercase())
-            .then_with(|| a.cmp(b))
-    });
+    sort_like_pi(&mut names);
 
     let mut entries = Vec::new();
     let mut limit_reached = false;
@@ -82,4 +84,32 @@ pub async fn ls(
         value: json!(limit),
     });
     Ok(listing(&entries, limit_notice, None))
+}
+
+/// The Unicode collation (CLDR root, tertiary strength) behind JavaScript's `localeCompare` in
+/// pi's `en-US` Node: built once.
+static COLLATOR: LazyLock<Option<CollatorBorrowed<'static>>> =
+    LazyLock::new(|| Collator::try_new(Default::default(), CollatorOptions::default()).ok());
+
+/// pi's order (ls.ts:154, `a.toLowerCase().localeCompare(b.toLowerCase())`): the way a person
+/// reads a listing, not by bytes: punctuation before digits before letters (`_config.yml .env
+/// 10.txt 2.txt A.txt b.txt`), accents after the plain letter (`e.txt é.txt f.txt`). Names pi
+/// finds equal keep the directory's order there; here they fall back to byte order, so the
+/// listing is stable.
+pub(crate) fn sort_like_pi(names: &mut [String]) {
+    let mut keyed: Vec<(String, String)> = names
+        .iter_mut()
+        .map(|name| (name.to_lowercase(), std::mem::take(name)))
+        .collect();
+    keyed.sort_by(|(a_key, a), (b_key, b)| {
+        let by_collation = COLLATOR
+            .as_ref()
+            .map_or(Ordering::Equal, |collator| collator.compare(a_key, b_key));
+        by_collation
+            .then_with(|| a_key.cmp(b_key))
+            .then_with(|| a.cmp(b))
+    });
+    for (slot, (_, name)) in names.iter_mut().zip(keyed) {
+        *slot = name;
+    }
 }

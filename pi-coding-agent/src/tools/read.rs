@@ -62,10 +62,13 @@ pub async fn read(
         Some(offset) if offset > 0 => usize::try_from(offset - 1).unwrap_or(usize::MAX),
         _ => 0,
     };
+    // `limit: 0` selects no lines, and pi answers with the continuation notice (read.ts:293-322).
+    // A negative limit makes pi slice from the end of the file and point at a negative offset;
+    // we refuse it instead.
     let take = match limit {
-        Some(limit) if limit < 1 => {
+        Some(limit) if limit < 0 => {
             return Err(ToolError::new(format!(
-                "limit must be at least 1 (got {limit})"
+                "limit must be at least 0 (got {limit})"
             )));
         }
         Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
@@ -207,9 +210,9 @@ async fn read_image(
     };
     let mut text = format!("Read image file [{mime_type}]");
     if let Some(((ow, oh), (dw, dh))) = resized {
-        let scale = f64::from(ow) / f64::from(dw);
+        let scale = crate::truncate::js_to_fixed(f64::from(ow) / f64::from(dw), 2);
         text.push_str(&format!(
-            "\n[Image: original {ow}x{oh}, displayed at {dw}x{dh}. Multiply coordinates by {scale:.2} to map to original image.]"
+            "\n[Image: original {ow}x{oh}, displayed at {dw}x{dh}. Multiply coordinates by {scale} to map to original image.]"
         ));
     }
     if !images_supported {

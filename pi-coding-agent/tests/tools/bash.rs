@@ -15,8 +15,12 @@ async fn output_texts_match_pi() {
     assert_eq!(ok_text(&result), "hi\nerr\n");
     let result = call(&tools, "bash", json!({"command": "true"})).await;
     assert_eq!(ok_text(&result), "(no output)");
+    // pi (bash.ts:345-394): a failed command with no output says so before its exit status.
     let result = call(&tools, "bash", json!({"command": "exit 7"})).await;
-    assert_eq!(err_text(&result), "Command exited with code 7");
+    assert_eq!(
+        err_text(&result),
+        "(no output)\n\nCommand exited with code 7"
+    );
 }
 
 #[tokio::test]
@@ -172,7 +176,8 @@ async fn abort_kills_the_group_and_reports_command_aborted() {
         }
         trigger.cancel();
     });
-    let command = "(trap '' TERM; sleep 30) & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; echo waiting; wait";
+    // `waiting` is in the pipe before the pid file appears (and so before the abort).
+    let command = "(trap '' TERM; sleep 30) & echo waiting; echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait";
     let (result, _) = call_streaming(&tools, "bash", json!({"command": command}), signal).await;
     watcher.await.unwrap();
     assert_eq!(err_text(&result), "waiting\n\n\nCommand aborted");

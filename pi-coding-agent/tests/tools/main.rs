@@ -2,6 +2,7 @@
 
 mod bash;
 mod edit;
+mod pi_outputs;
 mod read;
 mod search;
 mod write;

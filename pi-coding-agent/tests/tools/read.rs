@@ -31,8 +31,31 @@ async fn offset_beyond_the_end_is_an_error() {
         err_text(&result),
         "Offset 10 is beyond end of file (4 lines total)"
     );
+}
+
+#[tokio::test]
+async fn limit_zero_answers_with_the_continuation_notice_like_pi() {
+    let (dir, tools) = project();
+    write_file(dir.path(), "a.txt", "line1\nline2\nline3\n");
+    // pi (read.ts:293-322): no lines selected, then `[N more lines in file. ...]`.
     let result = call(&tools, "read", json!({"path": "a.txt", "limit": 0})).await;
-    assert_eq!(err_text(&result), "limit must be at least 1 (got 0)");
+    assert_eq!(
+        ok_text(&result),
+        "\n\n[4 more lines in file. Use offset=1 to continue.]"
+    );
+    let result = call(
+        &tools,
+        "read",
+        json!({"path": "a.txt", "offset": 3, "limit": 0}),
+    )
+    .await;
+    assert_eq!(
+        ok_text(&result),
+        "\n\n[2 more lines in file. Use offset=3 to continue.]"
+    );
+    // A negative limit makes pi slice from the end; we refuse it with a clear message.
+    let result = call(&tools, "read", json!({"path": "a.txt", "limit": -1})).await;
+    assert_eq!(err_text(&result), "limit must be at least 0 (got -1)");
 }
 
 #[tokio::test]
@@ -244,7 +267,7 @@ async fn a_symlink_loop_is_an_error_not_a_hang() {
 #[tokio::test]
 async fn an_image_too_heavy_for_the_budget_becomes_a_smaller_jpeg() {
     let (dir, tools) = project();
-    // 1500x1500 of noise: small enough in pixels, but its PNG is ~6.8 MB, over 4.5 MB of base64.
+    // 1500x1500 of noise: small enough in pixels, but its PNG is ~6.8 MB, over 4.5 MiB of base64.
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let noise = image::RgbImage::from_fn(1500, 1500, |_, _| {
         state ^= state << 13;
@@ -259,7 +282,7 @@ async fn an_image_too_heavy_for_the_budget_becomes_a_smaller_jpeg() {
             image::ImageFormat::Png,
         )
         .unwrap();
-    assert!(bytes.len() > 4_500_000);
+    assert!(bytes.len() > 4_718_592);
     write_file(dir.path(), "noise.png", &bytes);
     let result = call(&tools, "read", json!({"path": "noise.png"})).await;
     let text = ok_text(&result);
@@ -271,7 +294,8 @@ async fn an_image_too_heavy_for_the_budget_becomes_a_smaller_jpeg() {
         panic!("no image block")
     };
     assert_eq!(mime_type, "image/jpeg");
-    assert!(data.len() <= 4_500_000, "{} bytes of base64", data.len());
+    // pi sends base64 strictly under 4.5 MiB (image-resize.ts:23).
+    assert!(data.len() < 4_718_592, "{} bytes of base64", data.len());
 }
 
 #[tokio::test]

@@ -17,7 +17,8 @@ fn sample() -> (tempfile::TempDir, pi_tool::ToolRegistry) {
 }
 
 #[tokio::test]
-async fn grep_formats_matches_and_respects_gitignore_without_git() {
+async fn grep_formats_matches_and_respects_gitignore_in_a_git_repository() {
+    // `.git/config` makes the folder a git repository, so `.gitignore` applies (as in `rg`).
     let (_dir, tools) = sample();
     let result = call(&tools, "grep", json!({"pattern": "hello"})).await;
     assert_eq!(

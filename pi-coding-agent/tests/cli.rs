@@ -35,6 +35,8 @@ fn help_lists_the_modes_and_options() {
         "--confine",
         "--session",
         "--resume",
+        "--mcp",
+        "--no-mcp-config",
     ] {
         assert!(help.contains(option), "{option} missing from:\n{help}");
     }

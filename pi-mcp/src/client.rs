@@ -471,11 +471,22 @@ async fn refresh_on_change(
         let Some(connection) = connection.upgrade() else {
             return;
         };
-        match list_tools(&connection, prefix.as_deref()).await {
-            Ok(listed) => {
+        // Bounded: a server that never answers must not keep the connection (and a stdio
+        // server's process) alive through this task.
+        let listed = tokio::time::timeout(
+            connection.call_timeout(),
+            list_tools(&connection, prefix.as_deref()),
+        )
+        .await;
+        match listed {
+            Ok(Ok(listed)) => {
                 tools.send_replace(listed);
             }
-            Err(err) => tracing::warn!("{err}"),
+            Ok(Err(err)) => tracing::warn!("{err}"),
+            Err(_) => tracing::warn!(
+                "{}: tools/list after a list change got no answer",
+                connection.label()
+            ),
         }
     }
 }

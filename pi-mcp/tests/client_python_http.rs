@@ -132,6 +132,29 @@ async fn tool_errors_become_error_results() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calling_a_tool_the_server_no_longer_has_is_an_error_result() {
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
+    let server = PythonServer::start(&deps).await;
+    let client = connect(&server.url).await;
+    let tools = registry(&client);
+    let removed = tools
+        .run(&ToolCall::new("f1", "forget", json!({"name": "weather"})))
+        .await;
+    assert_eq!(removed.text_content(), "removed");
+    let stale = tools
+        .run(&ToolCall::new("f2", "weather", json!({"city": "Oslo"})))
+        .await;
+    assert!(stale.is_error, "{stale:?}");
+    assert!(
+        stale.text_content().contains("weather"),
+        "{}",
+        stale.text_content()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_with_messages_becomes_updates() {
     let Some(deps) = test_deps(PYTHON) else {
         return;

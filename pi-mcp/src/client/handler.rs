@@ -117,3 +117,43 @@ impl Drop for RouteGuard {
         self.routes.lock().routes.remove(&self.token);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(token: &str, value: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(
+            ProgressToken(rmcp::model::NumberOrString::String(token.into())),
+            value,
+        )
+    }
+
+    #[test]
+    fn progress_that_arrives_before_its_call_registered_is_handed_over() {
+        let routes = Arc::new(ProgressRoutes::default());
+        routes.deliver(progress("a", 1.0));
+        routes.deliver(progress("b", 1.0));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let guard = routes.register(progress("a", 0.0).progress_token, tx);
+        routes.deliver(progress("a", 2.0));
+        assert_eq!(rx.try_recv().unwrap().progress, 1.0);
+        assert_eq!(rx.try_recv().unwrap().progress, 2.0);
+        assert!(rx.try_recv().is_err());
+        // Another call's early progress stays for that call; after the guard drops, a late
+        // notification for "a" no longer reaches the finished call.
+        assert_eq!(routes.lock().early.len(), 1);
+        drop(guard);
+        routes.deliver(progress("a", 3.0));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn unclaimed_progress_is_bounded() {
+        let routes = ProgressRoutes::default();
+        for step in 0..(EARLY_PROGRESS_LIMIT * 3) {
+            routes.deliver(progress("nobody", step as f64));
+        }
+        assert_eq!(routes.lock().early.len(), EARLY_PROGRESS_LIMIT);
+    }
+}

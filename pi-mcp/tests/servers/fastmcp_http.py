@@ -103,5 +103,12 @@ async def add_tool(ctx: Context) -> str:
     return "added"
 
 
+@mcp.tool()
+def forget(name: str) -> str:
+    """Removes the tool `name` (without telling clients)."""
+    mcp.remove_tool(name)
+    return "removed"
+
+
 if __name__ == "__main__":
     mcp.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

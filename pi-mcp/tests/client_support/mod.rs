@@ -38,7 +38,16 @@ pub fn server_everything(deps: &std::path::Path) -> tokio::process::Command {
     command
 }
 
-/// The Python SDK's server (`tests/servers/fastmcp_http.py`) on a free loopback port; the
+/// The same Python server over stdio.
+pub fn python_stdio(deps: &std::path::Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(deps.join("venv/bin/python"));
+    command
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers/python_sdk_server.py"))
+        .arg("stdio");
+    command
+}
+
+/// The Python SDK's server (`tests/servers/python_sdk_server.py`) on a free loopback port; the
 /// process is killed when the guard drops.
 pub struct PythonServer {
     pub url: String,
@@ -52,7 +61,7 @@ impl PythonServer {
             .expect("a free port")
             .port();
         let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers/fastmcp_http.py");
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers/python_sdk_server.py");
         let child = tokio::process::Command::new(deps.join("venv/bin/python"))
             .arg(script)
             .arg(port.to_string())

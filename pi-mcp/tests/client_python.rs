@@ -1,12 +1,13 @@
 //! Our client against a server written with the official Python SDK (PyPI `mcp` 2.3.0,
-//! `MCPServer`, formerly FastMCP) over streamable HTTP: `tests/servers/fastmcp_http.py`.
+//! `MCPServer`, formerly FastMCP), `tests/servers/python_sdk_server.py`: over streamable HTTP, and
+//! once over stdio.
 
 mod client_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use client_support::{PythonServer, test_deps, within};
+use client_support::{PythonServer, python_stdio, test_deps, within};
 use pi_mcp::{McpClient, McpClientError};
 use pi_tool::{AgentTool, CancellationToken, ToolCall, ToolContext, ToolRegistry, ToolResult};
 use serde_json::json;
@@ -361,4 +362,57 @@ async fn connection_problems_are_clear_errors() {
     .await
     .unwrap_err();
     assert!(matches!(err, McpClientError::Connect { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_the_new_revision_and_cancellation_work_too() {
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
+    let client = within(
+        GUARD,
+        "connecting to the Python server over stdio",
+        McpClient::stdio(python_stdio(&deps))
+            .stderr(std::process::Stdio::null())
+            .connect(),
+    )
+    .await
+    .expect("connects");
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    let tools = registry(&client);
+    let sum = tools
+        .run(&ToolCall::new("s1", "add", json!({"a": 1, "b": 2})))
+        .await;
+    assert_eq!(sum.text_content(), "3");
+
+    let signal = CancellationToken::new();
+    let (ctx, updates) = recording_context("s2");
+    let ctx = ctx.with_signal(signal.clone());
+    let running = tokio::spawn({
+        let tools = tools.clone();
+        async move {
+            tools
+                .run_with(
+                    &ToolCall::new("s2", "wait_forever", json!({"tag": "stdio"})),
+                    ctx,
+                )
+                .await
+        }
+    });
+    first_update(&updates).await;
+    signal.cancel();
+    let result = within(GUARD, "the aborted call", running).await.unwrap();
+    assert_eq!(result.text_content(), "Operation aborted");
+    within(GUARD, "the server to record the cancellation", async {
+        loop {
+            let cancelled = tools
+                .run(&ToolCall::new("s3", "cancelled_calls", json!({})))
+                .await;
+            if cancelled.text_content() == "stdio" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
 }

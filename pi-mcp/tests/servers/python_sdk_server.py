@@ -1,7 +1,8 @@
 """An MCP server written with the official Python SDK (PyPI `mcp` 2.3.0, `MCPServer`, the 2.x
 name of FastMCP), served over streamable HTTP on 127.0.0.1:<port>/mcp.
 
-Used by pi-mcp's client tests: a server we did not write. Usage: python fastmcp_http.py PORT
+Used by pi-mcp's client tests: a server we did not write. Usage: python python_sdk_server.py PORT,
+or python python_sdk_server.py stdio for the same tools over stdio.
 """
 
 import os
@@ -111,4 +112,7 @@ def forget(name: str) -> str:
 
 
 if __name__ == "__main__":
-    mcp.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    if sys.argv[1] == "stdio":
+        mcp.run()
+    else:
+        mcp.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

@@ -329,10 +329,22 @@ impl McpClientBuilder {
         })??;
         let (tools_tx, tools_rx) = watch::channel(listed);
         if listen_for_changes {
-            tokio::spawn(listen_for_list_changes(
-                connection.peer().clone(),
-                list_changed_tx,
-            ));
+            // Subscribed before `connect` returns, so no change made after it can be missed.
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            match tokio::time::timeout(self.connect_timeout, connection.peer().listen(filter)).await
+            {
+                Ok(Ok(subscription)) => {
+                    tokio::spawn(forward_list_changes(subscription, list_changed_tx));
+                }
+                Ok(Err(err)) => tracing::warn!(
+                    "{}: could not subscribe to tool list changes: {err}",
+                    connection.label()
+                ),
+                Err(_) => tracing::warn!(
+                    "{}: subscribing to tool list changes got no answer",
+                    connection.label()
+                ),
+            }
         }
         tokio::spawn(refresh_on_change(
             Arc::downgrade(&connection),
@@ -492,19 +504,11 @@ async fn refresh_on_change(
 }
 
 /// On a 2026-07-28 session, list-changed notifications come only on a `subscriptions/listen`
-/// stream the client opens; this forwards them to the refresher.
-async fn listen_for_list_changes(
-    peer: rmcp::service::Peer<RoleClient>,
+/// stream the client opens; this forwards them to the refresher until the session ends.
+async fn forward_list_changes(
+    mut subscription: rmcp::service::Subscription,
     list_changed: mpsc::Sender<()>,
 ) {
-    let filter = SubscriptionFilter::builder().tools_list_changed().build();
-    let mut subscription = match peer.listen(filter).await {
-        Ok(subscription) => subscription,
-        Err(err) => {
-            tracing::warn!("could not subscribe to tool list changes: {err}");
-            return;
-        }
-    };
     while let Ok(Some(notification)) = subscription.next().await {
         if matches!(
             notification,

@@ -65,7 +65,11 @@ impl McpClient {
     /// A server that runs as a child process speaking MCP on its stdin and stdout (its stderr
     /// goes to ours). The process is killed when the client and all its tools are dropped.
     pub fn stdio(command: impl Into<tokio::process::Command>) -> McpClientBuilder {
-        McpClientBuilder::new(Target::Stdio(command.into()))
+        let mut command = command.into();
+        // Killed even when the client is dropped as the runtime shuts down (rmcp's own cleanup
+        // runs on a task that may then never run).
+        command.kill_on_drop(true);
+        McpClientBuilder::new(Target::Stdio(command))
     }
 
     /// A server behind streamable HTTP, e.g. `http://127.0.0.1:8000/mcp`.

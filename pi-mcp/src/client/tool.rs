@@ -70,18 +70,7 @@ impl McpTool {
         name: String,
         connection: Arc<Connection>,
     ) -> Result<Self, String> {
-        let mut schema = (*tool.input_schema).clone();
-        match schema.get("type") {
-            None => {
-                schema.insert("type".into(), Value::String("object".into()));
-            }
-            Some(Value::String(kind)) if kind == "object" => {}
-            Some(other) => {
-                return Err(format!(
-                    "its inputSchema has type {other}, but a tool's input must be an object"
-                ));
-            }
-        }
+        let parameters = input_schema(&tool.input_schema)?;
         let spec = ToolSpec {
             name,
             description: tool
@@ -90,7 +79,7 @@ impl McpTool {
                 .or(tool.title.as_deref())
                 .unwrap_or_default()
                 .to_owned(),
-            parameters: pi_tool::provider_neutral(Value::Object(schema)),
+            parameters,
         };
         let hints = tool.annotations.as_ref();
         let annotations = McpToolAnnotations {
@@ -160,6 +149,24 @@ impl AgentTool for McpTool {
         let mcp_name = self.mcp_name.clone();
         Box::pin(async move { call(&connection, mcp_name, args, ctx).await })
     }
+}
+
+/// The server's `inputSchema` as our parameters schema: root `type: "object"` (added when
+/// missing; any other root type is refused), made provider-neutral.
+fn input_schema(schema: &JsonObject) -> Result<Value, String> {
+    let mut schema = schema.clone();
+    match schema.get("type") {
+        None => {
+            schema.insert("type".into(), Value::String("object".into()));
+        }
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "its inputSchema has type {other}, but a tool's input must be an object"
+            ));
+        }
+    }
+    Ok(pi_tool::provider_neutral(Value::Object(schema)))
 }
 
 /// One `tools/call`: progress -> `ctx.update`, our abort -> `notifications/cancelled`, no answer
@@ -304,5 +311,58 @@ fn human_duration(duration: Duration) -> String {
         format!("{} s", millis / 1000)
     } else {
         format!("{millis} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(object) => object,
+            _ => unreachable!("the tests pass objects"),
+        }
+    }
+
+    #[test]
+    fn input_schemas_keep_their_shape_with_an_object_root() {
+        let schema = input_schema(&object(json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"a": {"type": "number", "title": "A"}},
+            "required": ["a"]
+        })))
+        .unwrap();
+        assert_eq!(
+            schema,
+            json!({"type": "object", "properties": {"a": {"type": "number", "title": "A"}}, "required": ["a"]})
+        );
+        // provider_neutral also gives an empty object schema its (empty) `properties`.
+        assert_eq!(
+            input_schema(&object(json!({}))).unwrap(),
+            json!({"type": "object", "properties": {}})
+        );
+        let refused = input_schema(&object(json!({"type": "string"}))).unwrap_err();
+        assert_eq!(
+            refused,
+            "its inputSchema has type \"string\", but a tool's input must be an object"
+        );
+    }
+
+    #[test]
+    fn progress_reads_as_its_message_or_its_numbers() {
+        let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1));
+        let plain = ProgressNotificationParam::new(token.clone(), 2.0);
+        assert_eq!(progress_update(&plain).text_content(), "2");
+        let counted = ProgressNotificationParam::new(token.clone(), 2.5).with_total(10.0);
+        assert_eq!(progress_update(&counted).text_content(), "2.5/10");
+        let told = ProgressNotificationParam::new(token, 1.0).with_message("indexing");
+        let update = progress_update(&told);
+        assert_eq!(update.text_content(), "indexing");
+        assert_eq!(
+            update.details,
+            json!({"progress": 1.0, "total": null, "message": "indexing"})
+        );
     }
 }

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let command = server_command()?;
     let client = McpClient::stdio(command)
         .prefix("everything")
-        .stderr(std::process::Stdio::null())
+        .discard_stderr()
         .connect()
         .await?;
     println!(

@@ -3,7 +3,6 @@
 
 mod client_support;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ async fn an_agent_runs_an_mcp_servers_tools() {
         "connecting",
         McpClient::stdio(server_everything(&deps))
             .prefix("everything")
-            .stderr(Stdio::null())
+            .discard_stderr()
             .connect(),
     )
     .await

@@ -4,7 +4,6 @@
 
 mod client_support;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ async fn connect(deps: &std::path::Path) -> McpClient {
         "connecting to server-everything",
         McpClient::stdio(server_everything(deps))
             .prefix("everything")
-            .stderr(Stdio::null())
+            .discard_stderr()
             .connect(),
     )
     .await
@@ -305,7 +304,7 @@ async fn a_call_without_answer_or_progress_times_out_with_an_error_result() {
         GUARD,
         "connecting",
         McpClient::stdio(server_everything(&deps))
-            .stderr(Stdio::null())
+            .discard_stderr()
             .call_timeout(Duration::from_millis(300))
             .connect(),
     )

@@ -373,7 +373,7 @@ async fn over_stdio_the_new_revision_and_cancellation_work_too() {
         GUARD,
         "connecting to the Python server over stdio",
         McpClient::stdio(python_stdio(&deps))
-            .stderr(std::process::Stdio::null())
+            .discard_stderr()
             .connect(),
     )
     .await
@@ -415,4 +415,35 @@ async fn over_stdio_the_new_revision_and_cancellation_work_too() {
         }
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slower_to_start_than_ten_seconds_still_connects() {
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
+    // rmcp's `Auto` lifecycle gives up on `server/discover` after 10 s and sends `initialize`
+    // on the same pipe; the late discover answer then failed the handshake. An `npx` or `uvx`
+    // server's first start easily takes that long. Here the server starts after 11 s.
+    let server = python_stdio(&deps);
+    let std = server.as_std();
+    let mut line = format!("sleep 11; exec '{}'", std.get_program().to_string_lossy());
+    for arg in std.get_args() {
+        line.push_str(&format!(" '{}'", arg.to_string_lossy()));
+    }
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(line);
+    let client = within(
+        GUARD,
+        "connecting to a slow server",
+        McpClient::stdio(command).discard_stderr().connect(),
+    )
+    .await
+    .expect("connects");
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    let tools = registry(&client);
+    let sum = tools
+        .run(&ToolCall::new("s1", "add", json!({"a": 1, "b": 2})))
+        .await;
+    assert_eq!(sum.text_content(), "3");
 }

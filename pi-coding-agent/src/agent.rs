@@ -113,6 +113,12 @@ impl CodingAgent {
         self
     }
 
+    /// Replaces the tools offered from the next prompt on (an MCP server's list changed). The
+    /// system prompt stays as it is.
+    pub fn set_tools(&mut self, tools: ToolRegistry) {
+        self.tools = tools;
+    }
+
     /// Sets the `bash` approval policy.
     #[must_use]
     pub fn with_approval(mut self, approval: Approval) -> Self {

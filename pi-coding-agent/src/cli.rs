@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use clap::Parser;
 use pi_runtime::{Model, StopReason, StreamOptions};
-use pi_tool::CancellationToken;
+use pi_tool::{CancellationToken, ToolRegistry};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Mutex;
 
 use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
+use crate::mcp::{McpServers, McpTools};
 use crate::render::Renderer;
 use crate::session::Session;
 use crate::{ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, Workspace, coding_tools};
@@ -59,6 +60,13 @@ pub struct Args {
     /// Replace the system prompt
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
+    /// Use an MCP server's tools, named NAME__tool: a stdio command line, or an http(s):// URL
+    /// (repeatable)
+    #[arg(long = "mcp", value_name = "NAME=COMMAND")]
+    pub mcp: Vec<String>,
+    /// Ignore the mcpServers files (~/.pi/agent/mcp.json, .mcp.json, .pi/mcp.json)
+    #[arg(long)]
+    pub no_mcp_config: bool,
 }
 
 /// Shared standard input: prompts and approvals read lines from the same reader.
@@ -102,11 +110,12 @@ async fn start(args: Args) -> Result<ExitCode, String> {
             .collect(),
         None => DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect(),
     };
-    let tools = all
+    let builtins = all
         .subset(&names)
         .map_err(|err| format!("pi: --tools: {err}"))?;
 
     let input: Input = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
+    let mut tools = Tools::start(&args, &cwd, builtins, &input).await?;
     let approval = if args.yes {
         Approval::Always
     } else if std::io::stdin().is_terminal() {
@@ -114,7 +123,8 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     } else {
         Approval::Never("Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.".into())
     };
-    let mut agent = CodingAgent::new(Arc::clone(&model), tools, &cwd).with_approval(approval);
+    let mut agent =
+        CodingAgent::new(Arc::clone(&model), tools.registry(), &cwd).with_approval(approval);
     if let Some(prompt) = &args.system_prompt {
         agent = agent.with_system_prompt(prompt.clone());
     }
@@ -136,7 +146,78 @@ async fn start(args: Args) -> Result<ExitCode, String> {
             let outcome = run_turn(&mut agent, prompt, &mut interrupts).await;
             Ok(exit_code(&outcome))
         }
-        None => interactive(&mut agent, &input, &mut interrupts).await,
+        None => interactive(&mut agent, &mut tools, &input, &mut interrupts).await,
+    }
+}
+
+/// The built-in tools plus the tools of the MCP servers `pi` connected to.
+struct Tools {
+    builtins: ToolRegistry,
+    mcp: McpTools,
+}
+
+impl Tools {
+    /// Reads the MCP configuration (files unless `--no-mcp-config`, then `--mcp` options) and
+    /// connects. The project's servers start only with the user's consent: `--yes`, or `y` to
+    /// a question on the terminal.
+    async fn start(
+        args: &Args,
+        cwd: &std::path::Path,
+        builtins: ToolRegistry,
+        input: &Input,
+    ) -> Result<Tools, String> {
+        let servers = if args.no_mcp_config {
+            McpServers::from_options(&args.mcp)?
+        } else {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            McpServers::read(home.as_deref(), cwd, &args.mcp)?
+        };
+        let mut config = servers.trusted.clone();
+        if !servers.project.servers.is_empty() {
+            let files: Vec<String> = servers
+                .project_files
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect();
+            let consent = if args.yes {
+                true
+            } else if std::io::stdin().is_terminal() {
+                eprintln!(
+                    "This project's {} starts MCP servers:\n{}",
+                    files.join(" and "),
+                    servers.describe_project()
+                );
+                eprint!("Start them? [y]es / [N]o: ");
+                let _ = std::io::stderr().flush();
+                let answer = input.lock().await.next_line().await;
+                matches!(answer, Ok(Some(line)) if parse_answer(&line) != Answer::No)
+            } else {
+                eprintln!(
+                    "pi: the MCP servers of {} were not started: pass --yes to start them",
+                    files.join(" and ")
+                );
+                false
+            };
+            if consent {
+                config.merge(servers.project);
+            }
+        }
+        let mcp = McpTools::connect(&config, |warning| eprintln!("{warning}")).await;
+        Ok(Tools { builtins, mcp })
+    }
+
+    fn registry(&self) -> ToolRegistry {
+        let mut registry = self.builtins.clone();
+        self.mcp
+            .add_to(&mut registry, |warning| eprintln!("{warning}"));
+        registry
+    }
+
+    /// Gives the agent the new tools when an MCP server's list changed.
+    fn refresh(&mut self, agent: &mut CodingAgent) {
+        if self.mcp.changed() {
+            agent.set_tools(self.registry());
+        }
     }
 }
 
@@ -184,6 +265,7 @@ async fn run_turn(agent: &mut CodingAgent, prompt: &str, interrupts: &mut Signal
 
 async fn interactive(
     agent: &mut CodingAgent,
+    tools: &mut Tools,
     input: &Input,
     interrupts: &mut Signal,
 ) -> Result<ExitCode, String> {
@@ -216,6 +298,7 @@ async fn interactive(
             "" => continue,
             "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
             _ => {
+                tools.refresh(agent);
                 run_turn(agent, prompt, interrupts).await;
             }
         }
@@ -380,5 +463,20 @@ mod tests {
         assert_eq!(args.tools, Some(vec!["read".to_owned(), "ls".to_owned()]));
         assert!(args.confine && args.yes);
         assert!(Args::try_parse_from(["pi", "--session", "s.jsonl", "--no-session"]).is_err());
+    }
+
+    #[test]
+    fn mcp_flags_repeat() {
+        let args = Args::try_parse_from([
+            "pi",
+            "--mcp",
+            "fs=npx -y @modelcontextprotocol/server-filesystem .",
+            "--mcp",
+            "web=http://127.0.0.1:8000/mcp",
+            "--no-mcp-config",
+        ])
+        .unwrap();
+        assert_eq!(args.mcp.len(), 2);
+        assert!(args.no_mcp_config);
     }
 }

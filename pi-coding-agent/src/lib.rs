@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod cli;
 mod fs_error;
+pub mod mcp;
 pub mod render;
 pub mod session;
 pub mod tools;

@@ -35,6 +35,8 @@ fn help_lists_the_modes_and_options() {
         "--confine",
         "--session",
         "--resume",
+        "--mcp",
+        "--no-mcp-config",
     ] {
         assert!(help.contains(option), "{option} missing from:\n{help}");
     }
@@ -414,4 +416,53 @@ fn sessions_are_saved_per_directory_and_resumed() {
         9
     );
     assert_eq!(std::fs::read_dir(sessions.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn project_mcp_servers_start_only_with_consent_and_a_failing_server_is_left_out() {
+    let server = fake_openai("echo ok");
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        r#"{"mcpServers": {"repo": {"command": "/nonexistent/repo-server"}}}"#,
+    )
+    .unwrap();
+    let run = |yes: bool| {
+        let mut command = pi_without_keys();
+        command
+            .env("HOME", home.path())
+            .args(["--base-url", &server, "--model", "fake", "--no-session"])
+            .args(["-p", "run it", "--mcp", "gone=/nonexistent/server --flag"])
+            .arg("--cwd")
+            .arg(dir.path());
+        if yes {
+            command.arg("--yes");
+        }
+        command.output().expect("run pi")
+    };
+
+    // No terminal, no --yes: the project's servers are not started, and pi says so.
+    let output = run(false);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".mcp.json were not started: pass --yes to start them"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("\"repo\""), "{stderr}");
+    assert!(
+        stderr.contains("pi: MCP server \"gone\" left out: could not start MCP server `/nonexistent/server --flag`"),
+        "{stderr}"
+    );
+
+    // With --yes they are started (this one cannot be, so it is left out) and pi goes on.
+    let output = run(true);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("pi: MCP server \"repo\" left out: could not start MCP server `/nonexistent/repo-server`"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Saw: ok\n");
 }

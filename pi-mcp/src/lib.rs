@@ -2,3 +2,8 @@
 
 mod client;
 mod server;
+
+pub use client::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientBuilder, McpClientError,
+    McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolAnnotations, McpToolList,
+};

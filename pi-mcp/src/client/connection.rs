@@ -1,0 +1,56 @@
+//! The live session with one MCP server, shared by the client and every tool it imported.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::service::{Peer, RoleClient, RunningService};
+
+use super::handler::{PiClientHandler, ProgressRoutes};
+
+/// Owns rmcp's running service: when the last tool and the client are gone, it is dropped and
+/// the session ends (a stdio server is killed).
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, PiClientHandler>,
+    label: String,
+    call_timeout: Duration,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        service: RunningService<RoleClient, PiClientHandler>,
+        label: String,
+        call_timeout: Duration,
+    ) -> Self {
+        Connection {
+            service,
+            label,
+            call_timeout,
+        }
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    pub(crate) fn progress_routes(&self) -> &Arc<ProgressRoutes> {
+        &self.service.service().progress
+    }
+
+    /// How error texts name the server: `MCP server "github"`.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub(crate) fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    /// Ends the session (the service loop stops; pending and later calls fail).
+    pub(crate) fn close(&self) {
+        self.service.cancellation_token().cancel();
+    }
+}

@@ -458,3 +458,30 @@ async fn valid_nested_values_pass() {
         "Some(Window { width: 1, height: 2, title: None }) Some(Square { side: 2.0 }) Some(Text(\"5\")) Some(Jump(3))"
     );
 }
+
+#[derive(schemars::JsonSchema)]
+struct Addresses {
+    host: std::net::Ipv4Addr,
+    peer: std::net::IpAddr,
+    data: Value,
+}
+
+#[test]
+fn only_formats_json_schema_defines_are_kept() {
+    let schema = pi_tool::schema_for::<Addresses>();
+    assert_eq!(
+        schema["properties"]["host"],
+        json!({"type": "string", "format": "ipv4"})
+    );
+    // schemars' `ip` is not a JSON Schema format.
+    assert_eq!(schema["properties"]["peer"], json!({"type": "string"}));
+    // A `format` key inside data (a `const`, an `enum`, a `default`) is not a keyword: kept.
+    let with_data = pi_tool::provider_neutral(json!({
+        "type": "object",
+        "properties": {"x": {"const": {"format": "int32"}, "default": {"format": "uint8"}}}
+    }));
+    assert_eq!(
+        with_data["properties"]["x"],
+        json!({"const": {"format": "int32"}, "default": {"format": "uint8"}})
+    );
+}

@@ -206,10 +206,11 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, schema: &Value, out: &mu
                 ),
             }
         }
-        ValidationErrorKind::Not { schema } => {
-            let message = match schema.as_object().map(|s| (s.len(), s.get("const"))) {
+        ValidationErrorKind::Not { schema: refused } => {
+            // `NonZero*` is `"not": {"const": 0}`: say which value, not the schema.
+            let message = match refused.as_object().map(|s| (s.len(), s.get("const"))) {
                 Some((1, Some(forbidden))) => format!("must not be {}", render(forbidden)),
-                _ => format!("must not match {}; got {}", render(schema), got()),
+                _ => format!("must not match {}; got {}", render(refused), got()),
             };
             push(dotted(&base), message);
         }

@@ -89,6 +89,9 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
     for attr in attrs {
         let path = attr.path();
         if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
+            if path.is_ident("serde") {
+                refuse_alias(cx, &attr);
+            }
             moved.push(attr);
         } else if ["allow", "warn", "deny", "expect", "forbid"]
             .iter()
@@ -103,6 +106,26 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
         }
     }
     (moved, kept)
+}
+
+/// `#[serde(alias = "..")]` would let serde accept a name the schema does not have: the model
+/// never sees it and validation refuses it, so it is a compile error, on the `alias` key.
+fn refuse_alias(cx: &Ctxt, attr: &Attribute) {
+    let syn::Meta::List(list) = &attr.meta else {
+        return;
+    };
+    let mut tokens = list.tokens.clone().into_iter().peekable();
+    while let Some(token) = tokens.next() {
+        if let proc_macro2::TokenTree::Ident(ident) = &token
+            && ident == "alias"
+            && matches!(tokens.peek(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '=')
+        {
+            cx.error_spanned_by(
+                ident,
+                "`#[serde(alias)]` is not supported on a `#[tool]` parameter: the schema a model sees has one name per property, so the alias would be refused; use `#[serde(rename = \"..\")]` to change the name",
+            );
+        }
+    }
 }
 
 /// Injected parameters are recognized by type name: `ToolContext` and `State<T>`, with or

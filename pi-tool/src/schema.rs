@@ -1,5 +1,7 @@
 //! Builds the provider-neutral JSON Schema of a parameter type, once per tool.
 
+mod formats;
+
 use std::collections::{HashMap, HashSet};
 
 use schemars::JsonSchema;
@@ -8,8 +10,9 @@ use serde_json::{Map, Value};
 const DEFS_PREFIX: &str = "#/$defs/";
 
 /// The JSON Schema of `T` as a tool's `parameters`: schemars' draft 2020-12 schema with the root
-/// `$schema`, `title` and `description` removed and every non-recursive `$ref` inlined (a
-/// recursive type keeps its `$defs` entry).
+/// `$schema`, `title` and `description` removed, every non-recursive `$ref` inlined (a
+/// recursive type keeps its `$defs` entry), and numeric formats turned into bounds (see
+/// [`provider_neutral`]).
 ///
 /// ```
 /// #[derive(schemars::JsonSchema)]
@@ -27,7 +30,12 @@ pub fn schema_for<T: JsonSchema>() -> Value {
 }
 
 /// Applies the rewrites of [`schema_for`] to a schema built elsewhere (a hand-written tool's).
-pub fn provider_neutral(schema: Value) -> Value {
+///
+/// Also replaces schemars' numeric `format`s (`int32`, `uint8`, `float`, ...), which JSON Schema
+/// does not define and strict validators refuse, with the `minimum`/`maximum` the Rust type can
+/// hold; only the formats the spec defines (`date-time`, `uuid`, ...) are kept.
+pub fn provider_neutral(mut schema: Value) -> Value {
+    formats::standardize(&mut schema);
     let Value::Object(mut root) = schema else {
         return schema;
     };

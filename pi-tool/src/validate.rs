@@ -1,6 +1,8 @@
 //! Validation of a model's arguments: parse, normalize losslessly, check against the compiled
 //! schema, and explain failures so the model can correct itself.
 
+mod alternatives;
+mod number;
 mod report;
 mod shape;
 
@@ -20,6 +22,8 @@ pub struct ArgumentValidator {
     tool_name: String,
     compiled: Result<jsonschema::Validator, String>,
     shape: Shape,
+    /// The schema, to explain a failed union from its branches.
+    schema: Value,
 }
 
 impl std::fmt::Debug for ArgumentValidator {
@@ -44,6 +48,7 @@ impl ArgumentValidator {
             tool_name: spec.name.clone(),
             compiled,
             shape: Shape::new(&spec.parameters),
+            schema: spec.parameters.clone(),
         }
     }
 
@@ -100,7 +105,7 @@ impl ArgumentValidator {
         if compiled.is_valid(candidate) {
             return Ok(normalized);
         }
-        let problems = report::problems(compiled.iter_errors(candidate), &self.shape);
+        let problems = report::problems(compiled.iter_errors(candidate), &self.shape, &self.schema);
         Err(self.failure(&problems, arguments))
     }
 

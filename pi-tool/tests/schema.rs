@@ -60,11 +60,10 @@ fn scalars_enums_and_optionals() {
                 "days": {
                     "description": "Days ahead",
                     "type": ["integer", "null"],
-                    "format": "uint8",
                     "minimum": 1,
                     "maximum": 7
                 },
-                "ratio": {"type": "number", "format": "double"}
+                "ratio": {"type": "number"}
             },
             "required": ["city", "ratio"]
         })
@@ -123,9 +122,9 @@ fn nested_structs_are_inlined_and_renames_kept() {
                     },
                     "description": "What"
                 },
-                "labels": {"type": "object", "additionalProperties": {"type": "integer", "format": "int64"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}},
                 "ignoreCase": {"type": "boolean", "default": false},
-                "limit": {"type": "integer", "format": "uint32", "minimum": 0, "default": 100},
+                "limit": {"type": "integer", "minimum": 0, "default": 100, "maximum": u32::MAX},
                 "tags": {"type": ["array", "null"], "items": {"type": "string"}}
             },
             "required": ["path", "edits", "labels"]

@@ -7,6 +7,7 @@ use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
+use super::alternatives::{Verdict, judge};
 use super::shape::Shape;
 use crate::suggest::{closest, did_you_mean};
 
@@ -29,6 +30,7 @@ pub(crate) struct Problem {
 pub(crate) fn problems<'a>(
     errors: impl Iterator<Item = ValidationError<'a>>,
     shape: &Shape,
+    schema: &Value,
 ) -> Vec<Problem> {
     let mut out: Vec<Problem> = Vec::new();
     let mut hidden = 0usize;
@@ -40,7 +42,7 @@ pub(crate) fn problems<'a>(
             continue;
         }
         let before = out.len();
-        describe(&error, shape, &mut out);
+        describe(&error, shape, schema, &mut out);
         // Drop repeats (an `anyOf` branch can restate an error); lists are short, so a scan is
         // cheaper than hashing.
         let mut index = before;
@@ -103,7 +105,7 @@ fn joined(base: &[String], last: &str) -> String {
     path
 }
 
-fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) {
+fn describe(error: &ValidationError<'_>, shape: &Shape, schema: &Value, out: &mut Vec<Problem>) {
     let base = segments(error.instance_path().as_str());
     let got = || render(error.instance());
     let mut push = |path: String, message: String| out.push(Problem { path, message });
@@ -171,26 +173,46 @@ fn describe(error: &ValidationError<'_>, shape: &Shape, out: &mut Vec<Problem>) 
             );
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
-            if let Some(alternatives) = simple_alternatives(context, error.instance_path().as_str())
-            {
-                push(
-                    dotted(&base),
-                    format!("expected one of {}; got {}", alternatives.join(", "), got()),
-                );
-            } else if let Some(best) = context
-                .iter()
-                .filter(|branch| !branch.is_empty())
-                .min_by_key(|b| b.len())
-            {
-                for inner in best {
-                    describe(inner, shape, out);
+            let one_of = matches!(error.kind(), ValidationErrorKind::OneOfNotValid { .. });
+            match judge(
+                context,
+                error.instance_path().as_str(),
+                error.instance(),
+                one_of,
+                schema,
+            ) {
+                Some(Verdict::Within(errors)) => {
+                    for inner in errors {
+                        describe(inner, shape, schema, out);
+                    }
                 }
-            } else {
-                push(
+                Some(Verdict::Refused {
+                    alternatives,
+                    tag_key,
+                    got,
+                }) => {
+                    let path = match &tag_key {
+                        Some(key) => joined(&base, key),
+                        None => dotted(&base),
+                    };
+                    push(
+                        path,
+                        format!("expected {}; got {got}", one_of_list(&alternatives)),
+                    );
+                }
+                None => push(
                     dotted(&base),
                     format!("does not match any allowed form; got {}", got()),
-                );
+                ),
             }
+        }
+        ValidationErrorKind::Not { schema: refused } => {
+            // `NonZero*` is `"not": {"const": 0}`: say which value, not the schema.
+            let message = match refused.as_object().map(|s| (s.len(), s.get("const"))) {
+                Some((1, Some(forbidden))) => format!("must not be {}", render(forbidden)),
+                _ => format!("must not match {}; got {}", render(refused), got()),
+            };
+            push(dotted(&base), message);
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => {
             push(
@@ -307,34 +329,12 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// `"a", "b", null` when every branch failed only on its type, enum or constant at the same place.
-fn simple_alternatives(context: &[Vec<ValidationError<'static>>], at: &str) -> Option<Vec<String>> {
-    let mut alternatives = Vec::new();
-    for branch in context {
-        let [only] = branch.as_slice() else {
-            return None;
-        };
-        if only.instance_path().as_str() != at {
-            return None;
-        }
-        match only.kind() {
-            // `null` means "absent" for an optional argument: not worth offering.
-            ValidationErrorKind::Type {
-                kind: TypeKind::Single(single),
-            } if single.to_string() == "null" => {}
-            ValidationErrorKind::Type { kind } => alternatives.push(type_names(kind)),
-            ValidationErrorKind::Enum { options } => alternatives.push(list_values(options)),
-            ValidationErrorKind::Constant { expected_value } => {
-                alternatives.push(render(expected_value))
-            }
-            ValidationErrorKind::AnyOf { context }
-            | ValidationErrorKind::OneOfNotValid { context } => {
-                alternatives.extend(simple_alternatives(context, at)?);
-            }
-            _ => return None,
-        }
+/// `"a"` alone, or `one of "a", "b"`.
+fn one_of_list(alternatives: &[String]) -> String {
+    match alternatives {
+        [only] => only.clone(),
+        _ => format!("one of {}", alternatives.join(", ")),
     }
-    (!alternatives.is_empty()).then_some(alternatives)
 }
 
 fn type_names(kind: &TypeKind) -> String {

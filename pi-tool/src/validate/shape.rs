@@ -1,9 +1,11 @@
 //! A compact view of a schema (types, properties, items) built once, used to normalize
 //! loosely-typed arguments without losing information.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+
+use super::number::parse_exact;
 
 /// JSON types a schema node accepts, as bit flags; empty means "anything".
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -59,6 +61,8 @@ pub(crate) struct Node {
     pub(crate) properties: Vec<(String, usize)>,
     pub(crate) required: Vec<String>,
     pub(crate) items: Option<usize>,
+    /// A tuple's positions (`prefixItems`); `items` then covers the positions after them.
+    pub(crate) prefix_items: Vec<usize>,
     pub(crate) additional: Option<usize>,
     /// `additionalProperties: false`: unknown keys are reported on their own.
     pub(crate) closed: bool,
@@ -70,6 +74,11 @@ impl Node {
             .iter()
             .find(|(key, _)| key == name)
             .map(|&(_, node)| node)
+    }
+
+    /// The node of the array item at `position`: its `prefixItems` entry, else `items`.
+    pub(crate) fn item(&self, position: usize) -> Option<usize> {
+        self.prefix_items.get(position).copied().or(self.items)
     }
 
     pub(crate) fn property_names(&self) -> impl Iterator<Item = &str> {
@@ -90,6 +99,7 @@ impl Shape {
             defs,
             def_nodes: HashMap::new(),
             merges: Vec::new(),
+            queued: Vec::new(),
         };
         let root = builder.build(schema);
         debug_assert_eq!(root, 0);
@@ -102,9 +112,10 @@ impl Shape {
     pub(crate) fn at_path<'a, I: IntoIterator<Item = &'a str>>(&self, path: I) -> Option<&Node> {
         let mut node = self.nodes.first()?;
         for segment in path {
+            let position = segment.parse::<usize>().ok();
             let next = node
                 .property(segment)
-                .or(node.items.filter(|_| segment.parse::<usize>().is_ok()))
+                .or_else(|| position.and_then(|i| node.item(i)))
                 .or(node.additional)?;
             node = &self.nodes[next];
         }
@@ -125,9 +136,11 @@ impl Shape {
         match value {
             Value::Object(map) => self.normalize_object(node, map).map(Value::Object),
             Value::Array(items) => {
-                let item_node = node.items?;
                 let mut changed: Option<Vec<Value>> = None;
                 for (i, item) in items.iter().enumerate() {
+                    let Some(item_node) = node.item(i) else {
+                        break;
+                    };
                     if let Some(new) = self.normalize_at(item_node, item) {
                         changed.get_or_insert_with(|| items.clone())[i] = new;
                     }
@@ -145,7 +158,12 @@ impl Shape {
     ) -> Option<Map<String, Value>> {
         let mut changes: Vec<(&String, Option<Value>)> = Vec::new();
         for (key, value) in map {
-            if value.is_null() && !node.required.iter().any(|r| r == key) {
+            // `null` means "absent" only for a property the schema declares and does not
+            // require: in a map or a free-form value it is data.
+            if value.is_null()
+                && node.property(key).is_some()
+                && !node.required.iter().any(|r| r == key)
+            {
                 changes.push((key, None));
                 continue;
             }
@@ -208,7 +226,7 @@ fn coerce_scalar(types: Types, value: &Value) -> Option<Value> {
                 return None;
             }
             let trimmed = s.trim();
-            if accepts_integer && let Some(number) = parse_number(trimmed, accepts_number) {
+            if accepts_integer && let Some(number) = parse_exact(trimmed, accepts_number) {
                 return Some(number);
             }
             if types.has(Types::BOOLEAN) {
@@ -230,34 +248,6 @@ fn coerce_scalar(types: Types, value: &Value) -> Option<Value> {
     }
 }
 
-/// A numeric string as a JSON number; an integer only when integral, a float only if allowed.
-fn parse_number(text: &str, allow_float: bool) -> Option<Value> {
-    if text.is_empty() {
-        return None;
-    }
-    if let Ok(i) = text.parse::<i64>() {
-        return Some(Value::Number(i.into()));
-    }
-    if let Ok(u) = text.parse::<u64>() {
-        return Some(Value::Number(u.into()));
-    }
-    let float = text.parse::<f64>().ok().filter(|f| f.is_finite())?;
-    // Reject forms Rust parses but JSON would not send as numbers ("inf" is filtered above).
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
-    {
-        return None;
-    }
-    if let Some(int) = integral(float) {
-        return Some(int);
-    }
-    if allow_float {
-        return Number::from_f64(float).map(Value::Number);
-    }
-    None
-}
-
 fn integral(float: f64) -> Option<Value> {
     if float.fract() != 0.0 || !float.is_finite() {
         return None;
@@ -277,6 +267,8 @@ struct Builder<'a> {
     def_nodes: HashMap<&'a str, usize>,
     /// `(into, from)`: node `from` (a `$ref` target or an `anyOf` branch) widens node `into`.
     merges: Vec<(usize, usize)>,
+    /// Merges found while merging (same-named properties), applied in the next round.
+    queued: Vec<(usize, usize)>,
 }
 
 impl<'a> Builder<'a> {
@@ -328,6 +320,12 @@ impl<'a> Builder<'a> {
             let child = self.build(items);
             self.nodes[index].items = Some(child);
         }
+        if let Some(Value::Array(positions)) = map.get("prefixItems") {
+            for position in positions {
+                let child = self.build(position);
+                self.nodes[index].prefix_items.push(child);
+            }
+        }
         if map.get("additionalProperties") == Some(&Value::Bool(false)) {
             self.nodes[index].closed = true;
         }
@@ -361,14 +359,26 @@ impl<'a> Builder<'a> {
         Some(index)
     }
 
-    /// Applies the merges until nothing changes (merging only adds, so this ends).
+    /// Applies the merges until nothing changes (merging only adds, and the pairs of nodes
+    /// are finite, so this ends).
     fn finish(mut self) -> Vec<Node> {
-        let merges = std::mem::take(&mut self.merges);
+        let mut seen: HashSet<(usize, usize)> = self.merges.iter().copied().collect();
         loop {
             let mut changed = false;
-            for &(into, from) in &merges {
+            let mut position = 0;
+            while position < self.merges.len() {
+                let (into, from) = self.merges[position];
                 if into != from {
                     changed |= self.merge(into, from);
+                }
+                position += 1;
+            }
+            // Merging may have queued merges of same-named properties or items.
+            let queued: Vec<(usize, usize)> = std::mem::take(&mut self.queued);
+            for pair in queued {
+                if seen.insert(pair) {
+                    self.merges.push(pair);
+                    changed = true;
                 }
             }
             if !changed {
@@ -377,6 +387,10 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Widens node `into` with what node `from` accepts. Where both describe the same property
+    /// or array position (two variants of a union with a field `c`), the two children are
+    /// merged too: the value there may take either form, so normalization must not force it
+    /// into the first one's.
     fn merge(&mut self, into: usize, from: usize) -> bool {
         let source = &self.nodes[from];
         let (types, properties, required, items, additional, closed) = (
@@ -387,8 +401,10 @@ impl<'a> Builder<'a> {
             source.additional,
             source.closed,
         );
+        let prefix_items = source.prefix_items.clone();
         let node = &mut self.nodes[into];
         let before = (
+            node.prefix_items.len(),
             node.closed,
             node.types.0,
             node.properties.len(),
@@ -397,9 +413,12 @@ impl<'a> Builder<'a> {
             node.additional,
         );
         node.types.0 |= types.0;
+        let mut queued = Vec::new();
         for (name, child) in properties {
-            if node.property(&name).is_none() {
-                node.properties.push((name, child));
+            match node.property(&name) {
+                None => node.properties.push((name, child)),
+                Some(existing) if existing != child => queued.push((existing, child)),
+                Some(_) => {}
             }
         }
         for name in required {
@@ -407,17 +426,33 @@ impl<'a> Builder<'a> {
                 node.required.push(name);
             }
         }
-        node.items = node.items.or(items);
-        node.additional = node.additional.or(additional);
+        for (mine, theirs) in [(&mut node.items, items), (&mut node.additional, additional)] {
+            match (*mine, theirs) {
+                (None, _) => *mine = theirs,
+                (Some(existing), Some(other)) if existing != other => {
+                    queued.push((existing, other))
+                }
+                _ => {}
+            }
+        }
+        for (position, child) in prefix_items.into_iter().enumerate() {
+            match node.prefix_items.get(position) {
+                None => node.prefix_items.push(child),
+                Some(&existing) if existing != child => queued.push((existing, child)),
+                Some(_) => {}
+            }
+        }
         node.closed |= closed;
-        before
-            != (
-                node.closed,
-                node.types.0,
-                node.properties.len(),
-                node.required.len(),
-                node.items,
-                node.additional,
-            )
+        let after = (
+            node.prefix_items.len(),
+            node.closed,
+            node.types.0,
+            node.properties.len(),
+            node.required.len(),
+            node.items,
+            node.additional,
+        );
+        self.queued.extend(queued);
+        before != after
     }
 }

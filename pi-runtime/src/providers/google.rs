@@ -132,8 +132,8 @@ impl GoogleGenerativeAi {
         if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
             generation.insert("maxOutputTokens".into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            generation.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            generation.insert("temperature".into(), temperature);
         }
         if let Some(level) = options.thinking {
             generation.insert("thinkingConfig".into(), thinking_config(level));

@@ -202,8 +202,8 @@ impl OpenAiCompletions {
             };
             body.insert(field.into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            body.insert("temperature".into(), temperature);
         }
         if let (true, Some(level)) = (compat.reasoning_effort, options.thinking)
             && let Some(effort) = reasoning_effort(level)

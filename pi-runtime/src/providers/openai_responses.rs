@@ -93,8 +93,8 @@ impl OpenAiResponses {
         if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            body.insert("temperature".into(), temperature);
         }
         if let Some(effort) = options.thinking.and_then(reasoning_effort) {
             body.insert(

@@ -40,6 +40,7 @@ mod openai_completions;
 mod openai_responses;
 mod option_conflicts;
 mod partial_json;
+mod root_union;
 mod settings;
 mod sse;
 mod transform;

@@ -10,6 +10,7 @@ use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
 use super::openai_completions::{OPENAI_URL, reasoning_effort};
+use super::root_union::object_root;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
 use super::transform::{IdRule, transform};
@@ -130,7 +131,7 @@ pub(crate) fn responses_tool(spec: &ToolSpec, strict: bool) -> Value {
     let lowered = strict.then(|| lower_schema(&spec.parameters, SchemaMode::OpenAiStrict));
     let (parameters, strict) = match lowered {
         Some(lowered) if lowered.qualifies() => (lowered.schema, true),
-        _ => (spec.parameters.clone(), false),
+        _ => (object_root(&spec.parameters).into_owned(), false),
     };
     json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict})
 }

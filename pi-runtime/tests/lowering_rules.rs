@@ -870,3 +870,202 @@ fn gemini_parameter_names_outside_its_rule_are_reported_and_sent_as_json_schema(
     assert!(declaration.get("parameters").is_none(), "{declaration}");
     assert_eq!(declaration["parametersJsonSchema"], specs[0].parameters);
 }
+
+// ---- generated shapes ----
+
+mod generated {
+    //! Parameter-type shapes as schemars 1 writes them (scalars with formats and bounds,
+    //! `Option` as a type array or an `anyOf` with null, `Vec`, sets, maps, tuples, unit and
+    //! tagged enums, nested structs, recursive `$defs`, flattened enums as a root `oneOf`),
+    //! combined at random, then checked like the fixed set above.
+
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    /// Property names, some outside Gemini's rule.
+    const NAMES: &[&str] = &[
+        "a",
+        "count",
+        "max-count",
+        "größe",
+        "_private",
+        "x1",
+        "path",
+        "kind2",
+        "1st",
+        "ok_name",
+    ];
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!({"type": "string"})),
+            Just(json!({"type": "boolean"})),
+            Just(
+                json!({"type": "integer", "format": "int32", "minimum": -2147483648i64, "maximum": 2147483647})
+            ),
+            Just(json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255})),
+            Just(json!({"type": "number", "format": "double"})),
+            Just(json!({"type": "string", "format": "date-time"})),
+            Just(json!({"type": "string", "minLength": 1, "maxLength": 1})),
+            Just(json!(true)),
+            Just(json!({"$ref": "#/$defs/Node"})),
+            (1usize..1100).prop_map(|n| {
+                let values: Vec<Value> = (0..n).map(|i| json!(format!("v{i}"))).collect();
+                json!({"type": "string", "enum": values})
+            }),
+        ]
+    }
+
+    fn object(properties: Vec<(usize, Value, bool)>) -> Value {
+        let mut map = Map::new();
+        let mut required = Vec::new();
+        for (name, schema, is_required) in properties {
+            let name = NAMES[name % NAMES.len()].to_owned();
+            if is_required && !map.contains_key(&name) {
+                required.push(json!(name));
+            }
+            map.insert(name, schema);
+        }
+        json!({"type": "object", "properties": map, "required": required})
+    }
+
+    fn optional(schema: Value) -> Value {
+        match schema.get("type") {
+            Some(Value::String(kind)) if schema.get("enum").is_none() => {
+                let mut schema = schema.clone();
+                schema["type"] = json!([kind, "null"]);
+                schema
+            }
+            _ => json!({"anyOf": [schema, {"type": "null"}]}),
+        }
+    }
+
+    fn tagged(variants: Vec<Value>) -> Value {
+        let branches: Vec<Value> = variants
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut variant)| {
+                if let Some(Value::Object(properties)) = variant.get_mut("properties") {
+                    properties.insert(
+                        "kind".into(),
+                        json!({"type": "string", "const": format!("k{i}")}),
+                    );
+                }
+                if let Some(Value::Array(required)) = variant.get_mut("required") {
+                    required.push(json!("kind"));
+                }
+                variant
+            })
+            .collect();
+        json!({"oneOf": branches})
+    }
+
+    fn shape() -> impl Strategy<Value = Value> {
+        scalar().prop_recursive(4, 40, 5, |inner| {
+            let field = (0usize..NAMES.len(), inner.clone(), any::<bool>());
+            prop_oneof![
+                inner.clone().prop_map(optional),
+                inner
+                    .clone()
+                    .prop_map(|t| json!({"type": "array", "items": t})),
+                inner
+                    .clone()
+                    .prop_map(|t| json!({"type": "array", "items": t, "uniqueItems": true})),
+                inner
+                    .clone()
+                    .prop_map(|t| json!({"type": "object", "additionalProperties": t})),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|items| {
+                    let n = items.len();
+                    json!({"type": "array", "prefixItems": items, "minItems": n, "maxItems": n})
+                }),
+                prop::collection::vec(field.clone(), 0..4).prop_map(object),
+                prop::collection::vec(prop::collection::vec(field, 0..3).prop_map(object), 1..4)
+                    .prop_map(tagged),
+            ]
+        })
+    }
+
+    /// A tool's parameter schema: an object root, sometimes with a flattened tagged enum (a
+    /// root `oneOf`), sometimes with a recursive `$defs` type.
+    pub(super) fn parameters() -> impl Strategy<Value = Value> {
+        let field = (0usize..NAMES.len(), shape(), any::<bool>());
+        let variant = prop::collection::vec((0usize..NAMES.len(), shape(), any::<bool>()), 0..3)
+            .prop_map(object);
+        (
+            prop::collection::vec(field, 0..6),
+            prop::option::of(prop::collection::vec(variant, 1..4)),
+        )
+            .prop_map(|(fields, flattened)| {
+                let mut root = object(fields);
+                if let Some(variants) = flattened
+                    && let Value::Object(union) = tagged(variants)
+                {
+                    root.as_object_mut().expect("an object").extend(union);
+                }
+                let uses_node = root.to_string().contains("#/$defs/Node");
+                if uses_node {
+                    root["$defs"] = json!({"Node": {"type": "object", "properties": {
+                        "label": {"type": "string"},
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                    }, "required": ["label", "children"]}});
+                }
+                root
+            })
+    }
+}
+
+/// Every rule above, for one tool, on the four request bodies.
+fn breaches(spec: &ToolSpec) -> Vec<String> {
+    let specs = vec![spec.clone()];
+    let (messages, tools) = context(&specs);
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools,
+    };
+    let options = StreamOptions::default();
+    let report = CompatibilityReport::of(spec);
+    let mut out = Vec::new();
+    let completions = OpenAiCompletions::new("gpt-4o").request_body(context, &options);
+    let responses = OpenAiResponses::new("gpt-5").request_body(context, &options);
+    for function in [&completions["tools"][0]["function"], &responses["tools"][0]] {
+        let strict = function["strict"] == json!(true);
+        if strict {
+            openai_strict(&function["parameters"], &mut out);
+        } else {
+            object_root(&function["parameters"], &mut out);
+        }
+        if strict != report.qualifies(SchemaMode::OpenAiStrict) {
+            broken(
+                &mut out,
+                "strict",
+                "strict exactly when the report says it qualifies",
+            );
+        }
+    }
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    object_root(&anthropic["tools"][0]["input_schema"], &mut out);
+    let google = GoogleGenerativeAi::new("gemini").request_body(context, &options);
+    let declaration = &google["tools"][0]["functionDeclarations"][0];
+    match (
+        declaration.get("parameters"),
+        declaration.get("parametersJsonSchema"),
+    ) {
+        (Some(parameters), None) => gemini_parameters(parameters, &mut out),
+        (None, Some(schema)) => object_root(schema, &mut out),
+        (None, None) => {}
+        (Some(_), Some(_)) => broken(&mut out, "gemini", "both parameter fields"),
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn generated_schemas_follow_every_apis_rules(parameters in generated::parameters()) {
+        let spec = ToolSpec { name: "generated".into(), description: "d".into(), parameters };
+        let found = breaches(&spec);
+        proptest::prop_assert!(found.is_empty(), "{}\n{}", found.join("\n"), spec.parameters);
+    }
+}

@@ -335,3 +335,45 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
         fmt::Debug::fmt(&*self.0, f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn a_calls_own_signal_follows_the_parent_but_never_cancels_it() {
+        let run = CancellationToken::new();
+        let ctx = ToolContext::new("c1").with_parent_signal(run.clone());
+        assert!(!ctx.is_aborted());
+        ctx.signal().cancel();
+        assert!(ctx.is_aborted());
+        assert!(!run.is_cancelled(), "the run's token is untouched");
+
+        // An abort of the run is seen whether or not the tool ever asked for its signal.
+        let untouched = ToolContext::new("c2").with_parent_signal(run.clone());
+        let asked = ToolContext::new("c3").with_parent_signal(run.clone());
+        let child = asked.signal().clone();
+        run.cancel();
+        assert!(untouched.is_aborted());
+        assert!(untouched.signal().is_cancelled());
+        assert!(child.is_cancelled());
+    }
+
+    #[test]
+    fn closed_updates_reach_no_sink_even_from_a_clone() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let ctx = ToolContext::new("c1").with_updates(Arc::new(move |partial: ToolResult| {
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(partial.content.len());
+        }));
+        let leftover = ctx.clone();
+        leftover.update(ToolResult::text("before"));
+        ctx.close_updates();
+        leftover.update(ToolResult::text("after"));
+        assert_eq!(seen.lock().unwrap_or_else(|p| p.into_inner()).len(), 1);
+    }
+}

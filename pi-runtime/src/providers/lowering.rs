@@ -257,7 +257,7 @@ const OPENAI_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// OpenAI's limit on nesting depth (the stricter of the documented figures).
+/// OpenAI's limit on nesting depth (the current documented figure; older copies of the page say 5).
 const OPENAI_MAX_DEPTH: usize = 10;
 
 /// OpenAI strict mode: most object properties in one schema.

@@ -141,7 +141,9 @@ pub fn lower_schema(schema: &Value, mode: SchemaMode) -> Lowered {
     }
 }
 
-/// Which modes one tool's schema qualifies for, and why not.
+/// Which modes one tool's schema qualifies for, and why not. (Option combinations an API
+/// refuses, such as Anthropic's thinking with a forced tool choice, are reported per request by
+/// [`OptionConflict::of`](super::OptionConflict::of).)
 ///
 /// Use it in a test to keep a tool portable:
 ///

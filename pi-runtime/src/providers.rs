@@ -38,7 +38,9 @@ mod http;
 mod lowering;
 mod openai_completions;
 mod openai_responses;
+mod option_conflicts;
 mod partial_json;
+mod root_union;
 mod settings;
 mod sse;
 mod transform;
@@ -52,6 +54,7 @@ pub use google::GoogleGenerativeAi;
 pub use lowering::{CompatibilityReport, Lowered, SchemaMode, SchemaProblem, lower_schema};
 pub use openai_completions::{CompletionsCompat, OpenAiCompletions};
 pub use openai_responses::OpenAiResponses;
+pub use option_conflicts::OptionConflict;
 pub use partial_json::PartialJson;
 pub use sse::{SseDecoder, SseEvent};
 
@@ -80,6 +83,18 @@ fn text_of(content: &[Content]) -> String {
 /// `data:<mime>;base64,<data>`.
 fn image_data_url(data: &str, mime_type: &str) -> String {
     format!("data:{mime_type};base64,{data}")
+}
+
+/// A sampling parameter as the user wrote it: an `f32` goes out through its shortest decimal
+/// form (`0.3`, where widening to `f64` would send `0.30000001192092896`). NaN and infinity,
+/// which JSON cannot carry, are left out of the request.
+fn decimal(value: f32) -> Option<Value> {
+    if !value.is_finite() {
+        tracing::warn!(%value, "a non-finite sampling parameter is not sent");
+        return None;
+    }
+    let shortest: f64 = value.to_string().parse().ok()?;
+    serde_json::Number::from_f64(shortest).map(Value::Number)
 }
 
 /// Tool-call arguments as the JSON text OpenAI expects (raw text that never parsed is sent

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pi_runtime::providers::{
     AnthropicMessages, CompatibilityReport, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
-    ResponseDecoder, SchemaMode, lower_schema,
+    OptionConflict, ResponseDecoder, SchemaMode, lower_schema,
 };
 use pi_runtime::{
     AssistantContent, AssistantEvent, AssistantMessage, Context, CustomMessage, Message,
@@ -468,7 +468,7 @@ fn options_reach_every_api() {
     );
 
     options.thinking = Some(ThinkingLevel::Medium);
-    options.tool_choice = Some(ToolChoice::Required);
+    options.tool_choice = Some(ToolChoice::Auto);
     let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
     assert_eq!(
         anthropic["thinking"],
@@ -482,7 +482,43 @@ fn options_reach_every_api() {
         anthropic.get("temperature").is_none(),
         "no temperature with thinking"
     );
+    assert_eq!(anthropic["tool_choice"], json!({"type": "auto"}));
+
+    // Anthropic refuses thinking with a forced tool choice: the forced choice is kept, thinking
+    // is left out (and the temperature, allowed again, is sent).
+    options.tool_choice = Some(ToolChoice::Required);
+    assert_eq!(
+        OptionConflict::of(AnthropicMessages::API, &options, true),
+        [OptionConflict::AnthropicThinkingWithForcedTool]
+    );
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert!(anthropic.get("thinking").is_none(), "{anthropic}");
+    assert_eq!(anthropic["max_tokens"], 500);
+    assert_eq!(anthropic["temperature"], 0.5);
     assert_eq!(anthropic["tool_choice"], json!({"type": "any"}));
+    options.tool_choice = Some(ToolChoice::Tool("get_weather".into()));
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert!(anthropic.get("thinking").is_none(), "{anthropic}");
+    assert_eq!(
+        anthropic["tool_choice"],
+        json!({"type": "tool", "name": "get_weather"})
+    );
+    // Without tools no tool choice is sent, so thinking stays; other APIs accept the mix.
+    let no_tools = Context {
+        tools: &[],
+        ..context
+    };
+    assert!(OptionConflict::of(AnthropicMessages::API, &options, false).is_empty());
+    let anthropic = AnthropicMessages::new("claude").request_body(no_tools, &options);
+    assert_eq!(anthropic["thinking"]["budget_tokens"], 8192);
+    for api in [
+        OpenAiCompletions::API,
+        OpenAiResponses::API,
+        GoogleGenerativeAi::API,
+    ] {
+        assert!(OptionConflict::of(api, &options, true).is_empty(), "{api}");
+    }
+    options.tool_choice = Some(ToolChoice::Required);
     let responses = OpenAiResponses::new("gpt-5").request_body(context, &options);
     assert_eq!(
         responses["reasoning"],
@@ -496,6 +532,42 @@ fn options_reach_every_api() {
         ),
         (json!("medium"), json!("required"))
     );
+}
+
+#[test]
+fn temperature_goes_out_as_written() {
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &[],
+    };
+    for (written, sent) in [
+        (0.3_f32, "0.3"),
+        (0.7, "0.7"),
+        (1.0, "1.0"),
+        (0.1, "0.1"),
+        (1.15, "1.15"),
+    ] {
+        let mut options = StreamOptions::default();
+        options.temperature = Some(written);
+        let bodies = [
+            OpenAiCompletions::new("m").request_body(context, &options)["temperature"].clone(),
+            OpenAiResponses::new("m").request_body(context, &options)["temperature"].clone(),
+            AnthropicMessages::new("m").request_body(context, &options)["temperature"].clone(),
+            GoogleGenerativeAi::new("m").request_body(context, &options)["generationConfig"]
+                ["temperature"]
+                .clone(),
+        ];
+        for body in bodies {
+            assert_eq!(serde_json::to_string(&body).unwrap(), sent);
+        }
+    }
+    // JSON has no NaN: such a temperature is left out rather than sent as `null`.
+    let mut options = StreamOptions::default();
+    options.temperature = Some(f32::NAN);
+    let body = OpenAiCompletions::new("m").request_body(context, &options);
+    assert!(body.get("temperature").is_none(), "{body}");
 }
 
 #[test]

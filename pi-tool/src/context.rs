@@ -5,8 +5,7 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::{ToolError, ToolResult};
 
 /// Receives the partial results a tool streams with [`ToolContext::update`].
+///
+/// It is called while the context holds its update lock, so it must not call back into the
+/// same context's `update` (it would wait for itself).
 pub type UpdateSink = Arc<dyn Fn(ToolResult) + Send + Sync>;
 
 /// The per-call context handed to a tool: call id, abort signal, update channel, shared state.
@@ -28,11 +30,17 @@ pub struct ToolContext {
 /// Everything in one allocation: a call costs one context, not one per field.
 struct ContextInner {
     tool_call_id: String,
-    /// Created on first use when the host gave none, so a context costs no token up front.
+    /// Created on first use (a child of `parent` when there is one), so a context costs no
+    /// token up front.
     signal: OnceLock<CancellationToken>,
+    /// The host's token this call's own signal derives from: cancelling it cancels the call,
+    /// while the call cancelling its own signal leaves the host's token alone.
+    parent: Option<CancellationToken>,
     updates: Option<UpdateSink>,
     state: StateMap,
-    accepting_updates: AtomicBool,
+    /// Whether updates still reach the sink. A lock rather than a flag, so that once
+    /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
+    accepting_updates: Mutex<bool>,
 }
 
 impl ContextInner {
@@ -40,10 +48,18 @@ impl ContextInner {
         ContextInner {
             tool_call_id: self.tool_call_id.clone(),
             signal: self.signal.clone(),
+            parent: self.parent.clone(),
             updates: self.updates.clone(),
             state: self.state.clone(),
-            accepting_updates: AtomicBool::new(self.accepting_updates.load(Ordering::Acquire)),
+            accepting_updates: Mutex::new(*self.accepting()),
         }
+    }
+
+    fn accepting(&self) -> MutexGuard<'_, bool> {
+        // A sink that panicked while holding the lock leaves a plain bool behind: keep using it.
+        self.accepting_updates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -54,9 +70,10 @@ impl ToolContext {
             inner: Arc::new(ContextInner {
                 tool_call_id: tool_call_id.into(),
                 signal: OnceLock::new(),
+                parent: None,
                 updates: None,
                 state: StateMap::default(),
-                accepting_updates: AtomicBool::new(true),
+                accepting_updates: Mutex::new(true),
             }),
         }
     }
@@ -69,10 +86,24 @@ impl ToolContext {
         Arc::get_mut(&mut self.inner).expect("unique after the copy above")
     }
 
-    /// Uses `signal` as this call's abort signal.
+    /// Uses `signal` as this call's abort signal (shared: a tool cancelling it cancels it for
+    /// everyone holding it).
     #[must_use]
     pub fn with_signal(mut self, signal: CancellationToken) -> Self {
-        self.inner_mut().signal = OnceLock::from(signal);
+        let inner = self.inner_mut();
+        inner.signal = OnceLock::from(signal);
+        inner.parent = None;
+        self
+    }
+
+    /// Gives the call its own abort signal, a child of `parent`: cancelling `parent` (aborting
+    /// the run) cancels the call, but a tool cancelling its own signal stops only itself. The
+    /// child token is created only if the tool asks for [`signal`](Self::signal).
+    #[must_use]
+    pub fn with_parent_signal(mut self, parent: CancellationToken) -> Self {
+        let inner = self.inner_mut();
+        inner.signal = OnceLock::new();
+        inner.parent = Some(parent);
         self
     }
 
@@ -98,15 +129,22 @@ impl ToolContext {
     /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
     /// [`CancellationToken::cancelled`] and return early.
     pub fn signal(&self) -> &CancellationToken {
-        self.inner.signal.get_or_init(CancellationToken::new)
+        self.inner.signal.get_or_init(|| match &self.inner.parent {
+            Some(parent) => parent.child_token(),
+            None => CancellationToken::new(),
+        })
     }
 
-    /// Whether the run has been aborted.
+    /// Whether the call has been aborted (the run's signal, or the call's own).
     pub fn is_aborted(&self) -> bool {
-        self.inner
-            .signal
-            .get()
-            .is_some_and(CancellationToken::is_cancelled)
+        match self.inner.signal.get() {
+            Some(signal) => signal.is_cancelled(),
+            None => self
+                .inner
+                .parent
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled),
+        }
     }
 
     /// Streams a partial result to the host (a progress line, the output so far).
@@ -117,19 +155,26 @@ impl ToolContext {
         let Some(sink) = &self.inner.updates else {
             return;
         };
-        if !self.inner.accepting_updates.load(Ordering::Acquire) {
+        if !*self.inner.accepting() {
             return;
         }
-        match partial.into_value() {
-            Ok(partial) => sink(partial),
-            Err(err) => sink(ToolResult::text(err.to_string())),
+        let partial = match partial.into_value() {
+            Ok(partial) => partial,
+            Err(err) => ToolResult::text(err.to_string()),
+        };
+        // Delivered under the lock, so `close_updates` cannot slip in between check and send.
+        let accepting = self.inner.accepting();
+        if *accepting {
+            sink(partial);
         }
     }
 
     /// Stops accepting updates; later [`update`](Self::update) calls are ignored. The runner calls
-    /// this when the tool's future completes.
+    /// this when the tool's future completes, and the loop when it answers a call itself (after
+    /// the abort grace): once this returns, no update of this call reaches the sink any more,
+    /// even from a task the tool left running.
     pub fn close_updates(&self) {
-        self.inner.accepting_updates.store(false, Ordering::Release);
+        *self.inner.accepting() = false;
     }
 
     /// The shared state of this call.
@@ -288,5 +333,47 @@ impl<T: ?Sized> Clone for State<T> {
 impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn a_calls_own_signal_follows_the_parent_but_never_cancels_it() {
+        let run = CancellationToken::new();
+        let ctx = ToolContext::new("c1").with_parent_signal(run.clone());
+        assert!(!ctx.is_aborted());
+        ctx.signal().cancel();
+        assert!(ctx.is_aborted());
+        assert!(!run.is_cancelled(), "the run's token is untouched");
+
+        // An abort of the run is seen whether or not the tool ever asked for its signal.
+        let untouched = ToolContext::new("c2").with_parent_signal(run.clone());
+        let asked = ToolContext::new("c3").with_parent_signal(run.clone());
+        let child = asked.signal().clone();
+        run.cancel();
+        assert!(untouched.is_aborted());
+        assert!(untouched.signal().is_cancelled());
+        assert!(child.is_cancelled());
+    }
+
+    #[test]
+    fn closed_updates_reach_no_sink_even_from_a_clone() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let ctx = ToolContext::new("c1").with_updates(Arc::new(move |partial: ToolResult| {
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(partial.content.len());
+        }));
+        let leftover = ctx.clone();
+        leftover.update(ToolResult::text("before"));
+        ctx.close_updates();
+        leftover.update(ToolResult::text("after"));
+        assert_eq!(seen.lock().unwrap_or_else(|p| p.into_inner()).len(), 1);
     }
 }

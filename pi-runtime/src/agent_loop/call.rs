@@ -171,8 +171,9 @@ impl Batch<'_, '_> {
         }
         let shared = Arc::clone(self.env.emitter.shared());
         let update_call = call.clone();
+        // The call's own signal is a child of the run's: a tool cancelling it stops only itself.
         let ctx = ToolContext::new(call.id())
-            .with_signal(self.env.signal.clone())
+            .with_parent_signal(self.env.signal.clone())
             .with_state(self.env.state.clone())
             .with_updates(Arc::new(move |partial_result| {
                 shared.push_now(AgentEvent::ToolExecutionUpdate {
@@ -180,6 +181,9 @@ impl Batch<'_, '_> {
                     partial_result: Box::new(partial_result),
                 });
             }));
+        // However this call ends (finished, or dropped after the abort grace), its updates stop
+        // before its `ToolExecutionEnd` is queued, also those of tasks the tool left behind.
+        let _close_updates = CloseUpdatesOnDrop(ctx.clone());
         match &self.env.config.after_tool_call {
             None => {
                 let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
@@ -280,6 +284,15 @@ impl Batch<'_, '_> {
             added_tool_names,
         };
         (done, end)
+    }
+}
+
+/// Closes a call's update channel when dropped.
+struct CloseUpdatesOnDrop(ToolContext);
+
+impl Drop for CloseUpdatesOnDrop {
+    fn drop(&mut self) {
+        self.0.close_updates();
     }
 }
 

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     queue: Mutex<VecDeque<AgentEvent>>,
     waker: AtomicWaker,
     yield_after: AtomicUsize,
+    /// The loop is paused until the consumer has taken the queued events (not waiting on a
+    /// tool or a timer): the stream must not poll it before then.
+    paused: AtomicBool,
 }
 
 impl Shared {
@@ -34,6 +37,7 @@ impl Shared {
             queue: Mutex::new(VecDeque::new()),
             waker: AtomicWaker::new(),
             yield_after: AtomicUsize::new(DEFAULT_YIELD_AFTER),
+            paused: AtomicBool::new(false),
         })
     }
 
@@ -54,6 +58,11 @@ impl Shared {
 
     pub(crate) fn register(&self, waker: &std::task::Waker) {
         self.waker.register(waker);
+    }
+
+    /// Whether the loop waits for the consumer (see [`YieldToConsumer`]).
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
     }
 
     pub(crate) fn set_yield_after(&self, events: usize) {
@@ -90,7 +99,11 @@ impl Emitter {
             queue.len()
         };
         if queued >= self.shared.yield_after.load(Ordering::Relaxed) {
-            YieldToConsumer { yielded: false }.await;
+            YieldToConsumer {
+                yielded: false,
+                shared: &self.shared,
+            }
+            .await;
         }
     }
 }
@@ -116,7 +129,11 @@ impl Emitter {
                 queue.len()
             };
             if queued >= yield_after {
-                YieldToConsumer { yielded: false }.await;
+                YieldToConsumer {
+                    yielded: false,
+                    shared: &self.shared,
+                }
+                .await;
             }
         }
     }
@@ -124,18 +141,21 @@ impl Emitter {
 
 /// Returns `Pending` once without waking: the stream that polled the loop finds the queued
 /// events, returns them, and polls the loop again on the consumer's next request.
-struct YieldToConsumer {
+struct YieldToConsumer<'a> {
     yielded: bool,
+    shared: &'a Shared,
 }
 
-impl Future for YieldToConsumer {
+impl Future for YieldToConsumer<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
         if self.yielded {
+            self.shared.paused.store(false, Ordering::Relaxed);
             Poll::Ready(())
         } else {
             self.yielded = true;
+            self.shared.paused.store(true, Ordering::Relaxed);
             Poll::Pending
         }
     }

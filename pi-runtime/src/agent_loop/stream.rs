@@ -28,6 +28,8 @@ pub struct AgentStream {
     run: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     shared: Arc<Shared>,
     ready: VecDeque<AgentEvent>,
+    /// The run has finished and its events are in `ready`: nothing more is taken from the queue.
+    ended: bool,
 }
 
 impl AgentStream {
@@ -36,6 +38,7 @@ impl AgentStream {
             run: Some(run),
             shared,
             ready: VecDeque::new(),
+            ended: false,
         }
     }
 
@@ -76,8 +79,29 @@ impl Stream for AgentStream {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let this = self.get_mut();
         loop {
-            if let Some(event) = this.ready.pop_front() {
-                return Poll::Ready(Some(event));
+            if !this.ready.is_empty() {
+                // Events are waiting, but unless the loop paused for the consumer it is waiting
+                // on something else (a tool, the abort grace): give it its turn too, so tool
+                // updates arriving faster than they are consumed cannot starve the run.
+                if let Some(run) = this.run.as_mut()
+                    && !this.shared.is_paused()
+                    && run.as_mut().poll(cx).is_ready()
+                {
+                    this.finish_run();
+                }
+                return Poll::Ready(this.ready.pop_front());
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            // Everything taken from the queue has been handed out: a loop that paused for the
+            // consumer goes on now, even if tool updates have queued up meanwhile.
+            if let Some(run) = this.run.as_mut()
+                && this.shared.is_paused()
+                && run.as_mut().poll(cx).is_ready()
+            {
+                this.finish_run();
+                continue;
             }
             this.shared.drain_into(&mut this.ready);
             if !this.ready.is_empty() {
@@ -87,9 +111,7 @@ impl Stream for AgentStream {
                 return Poll::Ready(None);
             };
             match run.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    this.run = None;
-                }
+                Poll::Ready(()) => this.finish_run(),
                 Poll::Pending => {
                     this.shared.drain_into(&mut this.ready);
                     if this.ready.is_empty() {
@@ -104,6 +126,18 @@ impl Stream for AgentStream {
                 }
             }
         }
+    }
+}
+
+impl AgentStream {
+    /// The run has returned: its last event, `AgentEnd`, is queued. Takes what it queued and
+    /// stops reading the queue, so nothing can follow `AgentEnd`.
+    fn finish_run(&mut self) {
+        self.run = None;
+        let mut rest = VecDeque::new();
+        self.shared.drain_into(&mut rest);
+        self.ready.extend(rest);
+        self.ended = true;
     }
 }
 

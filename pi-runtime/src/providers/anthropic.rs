@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
+use super::option_conflicts::OptionConflict;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
 use super::transform::{IdRule, transform};
@@ -126,7 +127,16 @@ impl AnthropicMessages {
             .max_tokens
             .or(self.settings.max_tokens)
             .unwrap_or(DEFAULT_MAX_TOKENS);
-        let budget = options.thinking.and_then(thinking_budget);
+        // Thinking with a forced tool choice is refused by the API: the forced choice wins
+        // (it is what the caller's flow depends on; thinking only improves the answer).
+        let conflicts = OptionConflict::of(Self::API, options, !context.tools.is_empty());
+        let budget = options
+            .thinking
+            .and_then(thinking_budget)
+            .filter(|_| !conflicts.contains(&OptionConflict::AnthropicThinkingWithForcedTool));
+        for conflict in &conflicts {
+            tracing::debug!(%conflict, "request options adjusted");
+        }
         if let Some(budget) = budget {
             max_tokens = max_tokens.saturating_add(budget);
         }
@@ -151,8 +161,8 @@ impl AnthropicMessages {
             }
             // Sampling temperature is not allowed together with thinking.
             None => {
-                if let Some(temperature) = options.temperature {
-                    body.insert("temperature".into(), json!(temperature));
+                if let Some(temperature) = options.temperature.and_then(super::decimal) {
+                    body.insert("temperature".into(), temperature);
                 }
             }
         }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
+use super::root_union::object_root;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
 use super::transform::{IdRule, transform};
@@ -132,8 +133,8 @@ impl GoogleGenerativeAi {
         if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
             generation.insert("maxOutputTokens".into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            generation.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            generation.insert("temperature".into(), temperature);
         }
         if let Some(level) = options.thinking {
             generation.insert("thinkingConfig".into(), thinking_config(level));
@@ -177,7 +178,9 @@ pub(crate) fn gemini_tool(spec: &ToolSpec) -> Value {
     } else if lowered.qualifies() {
         json!({"name": spec.name, "description": spec.description, "parameters": lowered.schema})
     } else {
-        json!({"name": spec.name, "description": spec.description, "parametersJsonSchema": spec.parameters})
+        // A root union still goes as one object (Gemini wants an object root here too).
+        let schema = object_root(&spec.parameters);
+        json!({"name": spec.name, "description": spec.description, "parametersJsonSchema": schema})
     }
 }
 

@@ -14,6 +14,8 @@ use std::fmt;
 use pi_tool::ToolSpec;
 use serde_json::{Map, Value, json};
 
+use super::root_union::{is_root_union, object_root};
+
 /// A wire dialect a schema can be lowered to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SchemaMode {
@@ -101,8 +103,30 @@ pub fn lower_schema(schema: &Value, mode: SchemaMode) -> Lowered {
             .unwrap_or_default(),
         inlining: Vec::new(),
     };
+    // A root union is sent as one object in every mode (see `root_union`), and reported.
+    let union = is_root_union(schema);
+    let merged = object_root(schema);
+    let schema = merged.as_ref();
+    if union {
+        lowering.problem(
+            "root",
+            match mode {
+                SchemaMode::OpenAiStrict => {
+                    "the root must not be a union (`oneOf`/`anyOf`) in OpenAI strict mode"
+                }
+                _ => {
+                    "a root union (`oneOf`/`anyOf`) is sent as one object with every branch's \
+                     properties (arguments are still checked against the real schema)"
+                }
+            },
+        );
+    }
     let schema = match mode {
-        SchemaMode::OpenAiStrict => lowering.openai_root(schema),
+        SchemaMode::OpenAiStrict => {
+            let lowered = lowering.openai_root(schema);
+            lowering.openai_limits(&lowered);
+            lowered
+        }
         SchemaMode::Anthropic => lowering.anthropic_root(schema),
         SchemaMode::Gemini => {
             if schema.get("type").and_then(Value::as_str) != Some("object") {
@@ -117,7 +141,9 @@ pub fn lower_schema(schema: &Value, mode: SchemaMode) -> Lowered {
     }
 }
 
-/// Which modes one tool's schema qualifies for, and why not.
+/// Which modes one tool's schema qualifies for, and why not. (Option combinations an API
+/// refuses, such as Anthropic's thinking with a forced tool choice, are reported per request by
+/// [`OptionConflict::of`](super::OptionConflict::of).)
 ///
 /// Use it in a test to keep a tool portable:
 ///
@@ -233,8 +259,92 @@ const OPENAI_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// OpenAI's limit on nesting depth (the stricter of the documented figures).
+/// OpenAI's limit on nesting depth (the current documented figure; older copies of the page say 5).
 const OPENAI_MAX_DEPTH: usize = 10;
+
+/// OpenAI strict mode: most object properties in one schema.
+const OPENAI_MAX_PROPERTIES: usize = 5000;
+/// OpenAI strict mode: most enum values across one schema.
+const OPENAI_MAX_ENUM_VALUES: usize = 1000;
+/// OpenAI strict mode: most characters in property names, definition names, enum and const
+/// values together.
+const OPENAI_MAX_STRING_LENGTH: usize = 120_000;
+/// OpenAI strict mode: a string enum of more values than this ...
+const OPENAI_LONG_ENUM: usize = 250;
+/// ... may hold at most this many characters in all.
+const OPENAI_LONG_ENUM_LENGTH: usize = 15_000;
+
+/// What OpenAI's strict-mode limits count, summed over a schema.
+#[derive(Default)]
+struct SchemaSize {
+    properties: usize,
+    enum_values: usize,
+    string_length: usize,
+}
+
+impl SchemaSize {
+    fn walk(&mut self, schema: &Value, path: &str, report: &mut dyn FnMut(&str, String)) {
+        let Value::Object(map) = schema else {
+            return;
+        };
+        if let Some(Value::Array(values)) = map.get("enum") {
+            self.enum_values += values.len();
+            let length: usize = values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|v| v.chars().count())
+                .sum();
+            self.string_length += length;
+            let strings = values.iter().filter(|v| v.is_string()).count();
+            if strings > OPENAI_LONG_ENUM && length > OPENAI_LONG_ENUM_LENGTH {
+                report(
+                    path,
+                    format!(
+                        "a string enum of {strings} values takes {length} characters; OpenAI strict \
+                         mode allows {OPENAI_LONG_ENUM_LENGTH} for more than {OPENAI_LONG_ENUM} values"
+                    ),
+                );
+            }
+        }
+        if let Some(Value::String(value)) = map.get("const") {
+            self.string_length += value.chars().count();
+        }
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            self.properties += properties.len();
+            for (name, property) in properties {
+                self.string_length += name.chars().count();
+                self.walk(property, &child(path, name), report);
+            }
+        }
+        if let Some(Value::Object(defs)) = map.get("$defs") {
+            for (name, def) in defs {
+                self.string_length += name.chars().count();
+                self.walk(def, &child("$defs", name), report);
+            }
+        }
+        if let Some(items) = map.get("items") {
+            self.walk(items, &child(path, "items"), report);
+        }
+        for key in ["anyOf", "oneOf", "prefixItems"] {
+            if let Some(Value::Array(branches)) = map.get(key) {
+                for branch in branches {
+                    self.walk(branch, path, report);
+                }
+            }
+        }
+    }
+}
+
+/// Gemini's rule for parameter names (its API reference: start with a letter or an
+/// underscore, then letters, digits or underscores, 64 characters at most).
+fn is_gemini_parameter_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 64
+}
 
 /// Keywords the Gemini `Schema` object has.
 const GEMINI_KEYWORDS: &[&str] = &[
@@ -304,12 +414,6 @@ impl Lowering {
             self.problem(
                 "root",
                 "the root must be an object schema in OpenAI strict mode",
-            );
-        }
-        if schema.get("anyOf").is_some() || schema.get("oneOf").is_some() {
-            self.problem(
-                "root",
-                "the root must not be a union (`anyOf`) in OpenAI strict mode",
             );
         }
         let mut lowered = self.openai(schema, "root", 0);
@@ -399,6 +503,11 @@ impl Lowering {
                     );
                 }
                 "prefixItems" => {
+                    // OpenAI answers 400 to `prefixItems` in strict mode (with or without `items`).
+                    self.problem(
+                        path,
+                        "a tuple (`prefixItems`) is not allowed in OpenAI strict mode",
+                    );
                     let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
                     let lowered = items
                         .iter()
@@ -477,6 +586,45 @@ impl Lowering {
             append_description(&mut out, notes.join(", "));
         }
         Value::Object(out)
+    }
+
+    /// OpenAI's documented size limits for strict schemas, checked on the lowered schema.
+    fn openai_limits(&mut self, lowered: &Value) {
+        let mut size = SchemaSize::default();
+        size.walk(lowered, "root", &mut |path, message| {
+            self.problems.push(SchemaProblem {
+                path: path.to_owned(),
+                message,
+            })
+        });
+        if size.properties > OPENAI_MAX_PROPERTIES {
+            self.problem(
+                "root",
+                format!(
+                    "{} properties in all; OpenAI strict mode allows {OPENAI_MAX_PROPERTIES}",
+                    size.properties
+                ),
+            );
+        }
+        if size.enum_values > OPENAI_MAX_ENUM_VALUES {
+            self.problem(
+                "root",
+                format!(
+                    "{} enum values in all; OpenAI strict mode allows {OPENAI_MAX_ENUM_VALUES}",
+                    size.enum_values
+                ),
+            );
+        }
+        if size.string_length > OPENAI_MAX_STRING_LENGTH {
+            self.problem(
+                "root",
+                format!(
+                    "property names, definition names, enum and const values take {} characters; \
+                     OpenAI strict mode allows {OPENAI_MAX_STRING_LENGTH}",
+                    size.string_length
+                ),
+            );
+        }
     }
 
     // ---- Anthropic ----
@@ -582,6 +730,15 @@ impl Lowering {
                 }
                 "properties" => {
                     let properties = value.as_object().cloned().unwrap_or_default();
+                    for name in properties.keys() {
+                        if !is_gemini_parameter_name(name) {
+                            self.problem(
+                                &child(path, name),
+                                "a Gemini parameter name must start with a letter or `_` and \
+                                 hold only `a-z`, `A-Z`, `0-9` and `_` (64 at most)",
+                            );
+                        }
+                    }
                     let lowered: Map<String, Value> = properties
                         .iter()
                         .map(|(name, p)| {

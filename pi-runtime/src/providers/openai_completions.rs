@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
+use super::root_union::object_root;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
 use super::transform::{IdRule, transform};
@@ -202,8 +203,8 @@ impl OpenAiCompletions {
             };
             body.insert(field.into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            body.insert("temperature".into(), temperature);
         }
         if let (true, Some(level)) = (compat.reasoning_effort, options.thinking)
             && let Some(effort) = reasoning_effort(level)
@@ -253,11 +254,11 @@ pub(crate) fn completions_tool(spec: &ToolSpec, strict: bool) -> Value {
         function["parameters"] = if qualifies {
             lowered.schema
         } else {
-            spec.parameters.clone()
+            object_root(&spec.parameters).into_owned()
         };
         function["strict"] = json!(qualifies);
     } else {
-        function["parameters"] = spec.parameters.clone();
+        function["parameters"] = object_root(&spec.parameters).into_owned();
     }
     json!({"type": "function", "function": function})
 }

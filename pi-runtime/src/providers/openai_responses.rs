@@ -10,6 +10,7 @@ use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
 use super::lowering::{SchemaMode, lower_schema};
 use super::openai_completions::{OPENAI_URL, reasoning_effort};
+use super::root_union::object_root;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
 use super::transform::{IdRule, transform};
@@ -93,8 +94,8 @@ impl OpenAiResponses {
         if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
             body.insert("max_output_tokens".into(), json!(max));
         }
-        if let Some(temperature) = options.temperature {
-            body.insert("temperature".into(), json!(temperature));
+        if let Some(temperature) = options.temperature.and_then(super::decimal) {
+            body.insert("temperature".into(), temperature);
         }
         if let Some(effort) = options.thinking.and_then(reasoning_effort) {
             body.insert(
@@ -130,7 +131,7 @@ pub(crate) fn responses_tool(spec: &ToolSpec, strict: bool) -> Value {
     let lowered = strict.then(|| lower_schema(&spec.parameters, SchemaMode::OpenAiStrict));
     let (parameters, strict) = match lowered {
         Some(lowered) if lowered.qualifies() => (lowered.schema, true),
-        _ => (spec.parameters.clone(), false),
+        _ => (object_root(&spec.parameters).into_owned(), false),
     };
     json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict})
 }

@@ -85,7 +85,7 @@ impl Lowered {
 /// use serde_json::json;
 ///
 /// let schema = json!({"type": "object",
-///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "format": "uint8"}},
+///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 0, "maximum": 255}},
 ///     "required": ["city"]});
 /// let lowered = lower_schema(&schema, SchemaMode::OpenAiStrict);
 /// assert!(lowered.qualifies());

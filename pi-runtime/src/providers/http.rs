@@ -30,9 +30,20 @@ pub(crate) struct WireRequest {
 }
 
 /// A reqwest client built on first use, shared by every request of a provider value.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LazyClient {
     client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Default for LazyClient {
+    /// Every provider makes one in its constructor: the crypto provider is installed as soon
+    /// as a model exists, so a user's own reqwest client built after that works too.
+    fn default() -> Self {
+        ensure_crypto_provider();
+        LazyClient {
+            client: OnceLock::new(),
+        }
+    }
 }
 
 impl Clone for LazyClient {
@@ -52,8 +63,9 @@ impl LazyClient {
 /// Why: pi-runtime enables reqwest's `rustls-no-provider` (ring, not aws-lc, so the build needs
 /// no cmake), and Cargo unifies features, so your crate's own reqwest 0.13 gets rustls without
 /// a provider too. Its `reqwest::Client::new()` then panics ("No rustls crypto provider is
-/// configured") unless a process default exists. pi-runtime calls this before it builds its
-/// own client; call it yourself before building a reqwest client earlier than that.
+/// configured") unless a process default exists. pi-runtime calls this when a provider is
+/// made (`OpenAiCompletions::new`, ..) and before it builds its own client; call it yourself
+/// before building a reqwest client earlier than that.
 ///
 /// Idempotent and cheap. A provider installed before (yours, e.g. aws-lc's) is kept: install
 /// yours first if you want it. pi-runtime's own client always uses ring, passed explicitly.

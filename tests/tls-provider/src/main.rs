@@ -6,6 +6,8 @@
 //! - `client-after-ensure`: `ensure_crypto_provider()`, then the user's client.
 //! - `client-after-pi-runtime`: one pi-runtime request (to a closed port on 127.0.0.1), then
 //!   the user's client.
+//! - `client-after-model-made`: a pi-runtime provider value is made (no request), then the
+//!   user's client.
 //! - `own-provider-kept`: the user installs a provider of their own, pi-runtime makes a
 //!   request, and the user's provider is still the process default.
 
@@ -26,6 +28,11 @@ fn main() {
         }
         "client-after-pi-runtime" => {
             println!("pi-runtime: {}", pi_runtime_request());
+            build_user_client();
+        }
+        "client-after-model-made" => {
+            let model = OpenAiCompletions::new("m").base_url("http://127.0.0.1:9/v1");
+            println!("model: {}", model.id());
             build_user_client();
         }
         "own-provider-kept" => {

@@ -27,6 +27,14 @@ fn a_user_client_built_after_pi_runtime_made_a_request_works() {
 }
 
 #[test]
+fn a_user_client_built_after_a_model_was_made_works() {
+    let out = run("client-after-model-made");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("model: m\nuser client built"), "{stdout}");
+}
+
+#[test]
 fn a_user_client_built_before_pi_runtime_needs_ensure_crypto_provider() {
     // The documented line first: works.
     let out = run("client-after-ensure");

@@ -24,17 +24,20 @@ async fn lookup(
     format!("{word}:{limit:?}")
 }
 
-/// The same tool as `add`, built at run time from `#[tool]`'s own schema.
+/// The same tool as `add`, built at run time from `#[tool]`'s own schema. Validation is the
+/// shared step; after it, the closure does what `#[tool]`'s generated code does: deserialize
+/// the parameters (the schema's `"format": "int64"` is not enforced, so `u64::MAX` passes
+/// validation and fails here) and call the fn.
 fn dynamic_add() -> FnTool {
     tool_fn(
         "add",
         "Add two integers.",
         AddTool.spec().parameters.clone(),
         |args: Value, _ctx| async move {
-            let (Some(a), Some(b)) = (args["a"].as_i64(), args["b"].as_i64()) else {
-                return Err(ToolError::new("validated arguments lost a field"));
-            };
-            Ok((a + b).to_string())
+            let params: AddParams = pi_tool::serde_json::from_value(args).map_err(|err| {
+                ToolError::new(format!("Invalid arguments for tool \"add\": {err}"))
+            })?;
+            Ok::<_, ToolError>(add(params.a, params.b).await)
         },
     )
     .expect("a valid spec")
@@ -304,4 +307,51 @@ fn the_validator_is_compiled_once_and_shared_by_clones() {
     let first = tool.validator().expect("compiled at build time");
     assert!(std::ptr::eq(first, tool.validator().expect("the same")));
     assert!(std::ptr::eq(first, copy.validator().expect("shared")));
+}
+
+#[tokio::test]
+async fn every_pair_of_hostile_values_gets_the_macro_tools_answer() {
+    // Each argument absent or one of these: numbers at and past i64's edges, numeric and
+    // non-numeric strings, JSON in strings, every JSON type.
+    let values = [
+        None,
+        Some(json!(0)),
+        Some(json!(-7)),
+        Some(json!(2.0)),
+        Some(json!(2.5)),
+        Some(json!(i64::MAX)),
+        Some(json!(u64::MAX)),
+        Some(json!(1e300)),
+        Some(json!("3")),
+        Some(json!(" 3 ")),
+        Some(json!("3.0")),
+        Some(json!("9223372036854775808")),
+        Some(json!("x")),
+        Some(json!("")),
+        Some(json!("[1]")),
+        Some(json!(null)),
+        Some(json!(true)),
+        Some(json!([])),
+        Some(json!({"a": 1})),
+    ];
+    let (mut compared, mut errors) = (0, 0);
+    for a in &values {
+        for b in &values {
+            let mut arguments = pi_tool::serde_json::Map::new();
+            if let Some(a) = a {
+                arguments.insert("a".into(), a.clone());
+            }
+            if let Some(b) = b {
+                arguments.insert("b".into(), b.clone());
+            }
+            let arguments = Value::Object(arguments);
+            let expected = run(AddTool, arguments.clone()).await;
+            let got = run(dynamic_add(), arguments.clone()).await;
+            assert_eq!(got, expected, "arguments: {arguments}");
+            compared += 1;
+            errors += usize::from(got.0);
+        }
+    }
+    assert_eq!(compared, 19 * 19);
+    assert!(errors > 0 && errors < compared, "{errors} of {compared}");
 }

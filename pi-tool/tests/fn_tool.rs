@@ -1,7 +1,7 @@
 //! Tools built at run time (`FnTool`, `tool_fn`): checked when built, validated exactly like a
 //! `#[tool]` with the same schema, and every failure an error result.
 
-use pi_tool::serde_json::{Value, json};
+use pi_tool::serde_json::{Map, Value, from_value, json};
 use pi_tool::{
     AgentTool, ExecutionMode, FnTool, RegistryError, ToolCall, ToolError, ToolRegistry, tool,
     tool_fn,
@@ -34,7 +34,7 @@ fn dynamic_add() -> FnTool {
         "Add two integers.",
         AddTool.spec().parameters.clone(),
         |args: Value, _ctx| async move {
-            let params: AddParams = pi_tool::serde_json::from_value(args).map_err(|err| {
+            let params: AddParams = from_value(args).map_err(|err| {
                 ToolError::new(format!("Invalid arguments for tool \"add\": {err}"))
             })?;
             Ok::<_, ToolError>(add(params.a, params.b).await)
@@ -337,7 +337,7 @@ async fn every_pair_of_hostile_values_gets_the_macro_tools_answer() {
     let (mut compared, mut errors) = (0, 0);
     for a in &values {
         for b in &values {
-            let mut arguments = pi_tool::serde_json::Map::new();
+            let mut arguments = Map::new();
             if let Some(a) = a {
                 arguments.insert("a".into(), a.clone());
             }

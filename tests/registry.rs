@@ -41,6 +41,15 @@ fn discover_finds_tools_of_every_linked_crate_sorted_by_name() {
 }
 
 #[test]
+fn discover_nonempty_finds_the_same_tools_when_the_crate_is_linked() {
+    let tools = ToolRegistry::discover_nonempty().expect("tools are linked");
+    assert_eq!(
+        tools.names().collect::<Vec<_>>(),
+        ["humidity", "temperature", "wind"]
+    );
+}
+
+#[test]
 fn subset_keeps_the_named_tools_and_suggests_on_typos() {
     let tools = ToolRegistry::discover().expect("unique names");
     let weather = tools.subset(["wind", "temperature"]).expect("known names");

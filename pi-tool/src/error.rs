@@ -87,4 +87,22 @@ pub enum RegistryError {
         /// ` (did you mean `x`?)` when a registered name is close, else empty.
         suggestion: String,
     },
+    /// [`ToolRegistry::discover_nonempty`](crate::ToolRegistry::discover_nonempty) found no
+    /// `#[tool]` linked into the program.
+    #[error(
+        "no `#[tool]` is linked into this program. A crate that only defines tools must be \
+         named by the final binary, or the linker drops it: add `use my_tools as _;` (your \
+         tools crate's name) to main.rs or lib.rs. Tools built at run time are added with \
+         `register` instead"
+    )]
+    NoToolsLinked,
+    /// A tool built at run time ([`FnTool`](crate::FnTool)) was given a bad name, description
+    /// or parameters schema.
+    #[error("tool `{name}` cannot be built: {reason}")]
+    InvalidTool {
+        /// The tool's name, as given.
+        name: String,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
 }

@@ -8,6 +8,7 @@ extern crate self as pi_tool;
 mod content;
 mod context;
 mod error;
+mod fn_tool;
 mod registry;
 mod result;
 mod run;
@@ -28,6 +29,7 @@ pub mod __private {
 pub use content::{Content, Cost, Usage};
 pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
+pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, ToolResult};
 pub use run::{

@@ -68,7 +68,9 @@ impl ToolRegistry {
     /// Every `#[tool]` linked into the program, sorted by name.
     ///
     /// Two definitions with one name are an error naming both. A crate that only defines tools
-    /// must be named by the final binary (`use my_tools as _;`) or the linker drops it.
+    /// must be named by the final binary (`use my_tools as _;`) or the linker drops it, and
+    /// then this returns fewer tools, or none, without an error:
+    /// [`discover_nonempty`](Self::discover_nonempty) fails instead when none is linked.
     pub fn discover() -> Result<Self, RegistryError> {
         let mut registrations: Vec<&ToolRegistration> =
             inventory::iter::<ToolRegistration>.into_iter().collect();
@@ -91,6 +93,30 @@ impl ToolRegistry {
             tools,
             state: StateMap::default(),
         })
+    }
+
+    /// [`discover`](Self::discover), failing when no `#[tool]` is linked at all.
+    ///
+    /// `discover()` answers an empty registry when the binary depends on a tools crate but
+    /// never names it (the linker dropped the crate), which shows up only later, as a model
+    /// with no tools. A program that defines its tools with `#[tool]` calls this instead and
+    /// gets [`RegistryError::NoToolsLinked`], whose message says how to link the crate
+    /// (`use my_tools as _;`).
+    ///
+    /// ```standalone_crate
+    /// use pi_tool::{RegistryError, ToolRegistry};
+    ///
+    /// // No `#[tool]` in this doctest: the error explains the fix.
+    /// let err = ToolRegistry::discover_nonempty().unwrap_err();
+    /// assert_eq!(err, RegistryError::NoToolsLinked);
+    /// assert!(err.to_string().contains("use my_tools as _;"));
+    /// ```
+    pub fn discover_nonempty() -> Result<Self, RegistryError> {
+        let registry = Self::discover()?;
+        if registry.is_empty() {
+            return Err(RegistryError::NoToolsLinked);
+        }
+        Ok(registry)
     }
 
     /// Adds a tool, returning the one it replaces (same name), if any.

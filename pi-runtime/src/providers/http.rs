@@ -1,6 +1,7 @@
 //! The HTTP side shared by every provider: one reqwest client (rustls with the ring crypto
 //! provider, the platform's certificate roots), retries with backoff on 429/408/5xx and failed
-//! connections, idle timeouts, abort through the signal, and the body fed to the decoder.
+//! connections, idle timeouts, abort through the signal, and the body fed to the decoder; and
+//! the process-wide crypto provider a user's own reqwest client needs.
 //! Every failure ends the stream with an `Error` event; nothing here panics.
 
 use std::collections::VecDeque;
@@ -29,9 +30,20 @@ pub(crate) struct WireRequest {
 }
 
 /// A reqwest client built on first use, shared by every request of a provider value.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LazyClient {
     client: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Default for LazyClient {
+    /// Every provider makes one in its constructor: the crypto provider is installed as soon
+    /// as a model exists, so a user's own reqwest client built after that works too.
+    fn default() -> Self {
+        ensure_crypto_provider();
+        LazyClient {
+            client: OnceLock::new(),
+        }
+    }
 }
 
 impl Clone for LazyClient {
@@ -46,9 +58,33 @@ impl LazyClient {
     }
 }
 
+/// Installs ring's rustls crypto provider as the process default, unless one is installed.
+///
+/// Why: pi-runtime enables reqwest's `rustls-no-provider` (ring, not aws-lc, so the build needs
+/// no cmake), and Cargo unifies features, so your crate's own reqwest 0.13 gets rustls without
+/// a provider too. Its `reqwest::Client::new()` then panics ("No rustls crypto provider is
+/// configured") unless a process default exists. pi-runtime calls this when a provider is
+/// made (`OpenAiCompletions::new`, ..) and before it builds its own client; call it yourself
+/// before building a reqwest client earlier than that.
+///
+/// Idempotent and cheap. A provider installed before (yours, e.g. aws-lc's) is kept: install
+/// yours first if you want it. pi-runtime's own client always uses ring, passed explicitly.
+///
+/// ```
+/// pi_runtime::providers::ensure_crypto_provider();
+/// pi_runtime::providers::ensure_crypto_provider(); // a second call changes nothing
+/// ```
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // `Err` means another thread installed one first: a default exists either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 fn build_client(settings: &Settings) -> Result<reqwest::Client, String> {
-    // The ring provider, passed explicitly: no process-wide default is installed, and the
-    // build needs no cmake (aws-lc).
+    ensure_crypto_provider();
+    // The ring provider, passed explicitly, so this client does not depend on which default
+    // was installed; the build needs no cmake (aws-lc).
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
         .map_err(|err| format!("Could not load the system's TLS certificate roots: {err}"))?;

@@ -1,0 +1,289 @@
+//! Tools built at run time from a name, a description, a JSON Schema and an async closure: MCP
+//! imports, plugins, tests. Validation is the `#[tool]` pipeline's; the schema is checked when
+//! the tool is built, not on its first call.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{
+    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError,
+    ToolContext, ToolError, ToolResult, ToolSpec,
+};
+
+type Handler =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync;
+type Prepare = dyn Fn(Value) -> Result<Value, ToolError> + Send + Sync;
+
+/// A tool made of a closure: the [`AgentTool`] you would otherwise write by hand.
+///
+/// Built with [`FnTool::builder`] or [`tool_fn`]. The model's arguments go through the same
+/// steps as a `#[tool]`'s (`prepare_arguments`, normalization, validation with a validator
+/// compiled once when the tool is built), so a bad call gets the same error text; the closure
+/// receives the validated, normalized arguments as a [`Value`]. Cloning shares the closure
+/// and the compiled validator.
+///
+/// ```
+/// use pi_tool::{FnTool, ToolCall, ToolRegistry};
+/// use serde_json::{json, Value};
+///
+/// let shout = FnTool::builder(
+///     "shout",
+///     "Repeat a text in capitals.",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+/// )
+/// .label("Shout")
+/// .sequential()
+/// .build(|args: Value, _ctx| async move {
+///     args["text"].as_str().unwrap_or_default().to_uppercase()
+/// })?;
+///
+/// let tools = ToolRegistry::new().with(shout);
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let ok = tools.run(&ToolCall::new("c1", "shout", json!({"text": "hi"}))).await;
+/// assert_eq!(ok.text_content(), "HI");
+/// let bad = tools.run(&ToolCall::new("c2", "shout", json!({}))).await;
+/// assert!(bad.is_error);
+/// assert!(bad.text_content().contains("text: missing required property"));
+/// # });
+/// # Ok::<(), pi_tool::RegistryError>(())
+/// ```
+#[derive(Clone)]
+pub struct FnTool {
+    spec: Arc<ToolSpec>,
+    label: Arc<str>,
+    execution_mode: Option<ExecutionMode>,
+    validator: Arc<ArgumentValidator>,
+    prepare: Option<Arc<Prepare>>,
+    handler: Arc<Handler>,
+}
+
+/// `FnTool::builder(..).build(closure)` and [`tool_fn`] in one call.
+///
+/// ```
+/// use pi_tool::{tool_fn, AgentTool};
+/// use serde_json::json;
+///
+/// let ping = tool_fn("ping", "Answer pong.", json!({"type": "object"}), |_args, _ctx| async {
+///     "pong"
+/// })?;
+/// assert_eq!(ping.spec().parameters, json!({"type": "object"}));
+/// # Ok::<(), pi_tool::RegistryError>(())
+/// ```
+pub fn tool_fn<F, Fut, R>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    parameters: Value,
+    handler: F,
+) -> Result<FnTool, RegistryError>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    FnTool::builder(name, description, parameters).build(handler)
+}
+
+impl FnTool {
+    /// Starts a tool: its name (`^[a-zA-Z0-9_-]{1,64}$`, as for `#[tool]`), the description the
+    /// model reads, and the JSON Schema (draft 2020-12) of its arguments, whose root must be
+    /// `{"type": "object", ..}`. The spec the model sees holds exactly these.
+    pub fn builder(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+    ) -> FnToolBuilder {
+        FnToolBuilder {
+            spec: ToolSpec {
+                name: name.into(),
+                description: description.into(),
+                parameters,
+            },
+            label: None,
+            execution_mode: None,
+            prepare: None,
+        }
+    }
+}
+
+/// Sets a [`FnTool`]'s optional parts; [`build`](Self::build) checks the spec and compiles its
+/// validator.
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct FnToolBuilder {
+    spec: ToolSpec,
+    label: Option<String>,
+    execution_mode: Option<ExecutionMode>,
+    prepare: Option<Arc<Prepare>>,
+}
+
+impl FnToolBuilder {
+    /// The display name for a UI (default: the name).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// A batch that calls this tool runs one call at a time (like `#[tool(sequential)]`).
+    pub fn sequential(self) -> Self {
+        self.execution_mode(ExecutionMode::Sequential)
+    }
+
+    /// The tool's execution mode (default: the loop's setting).
+    pub fn execution_mode(mut self, mode: ExecutionMode) -> Self {
+        self.execution_mode = Some(mode);
+        self
+    }
+
+    /// Rewrites the model's raw arguments before validation (an old argument shape, a
+    /// stringified field), like `#[tool(prepare_arguments = path)]`. Its `Err` becomes an error
+    /// result; a panic in it too.
+    pub fn prepare_arguments<F, E>(mut self, prepare: F) -> Self
+    where
+        F: Fn(Value) -> Result<Value, E> + Send + Sync + 'static,
+        E: Into<ToolError>,
+    {
+        self.prepare = Some(Arc::new(move |args| prepare(args).map_err(Into::into)));
+        self
+    }
+
+    /// Checks the name, description and schema, compiles the validator, and makes the tool.
+    ///
+    /// `handler` gets the validated arguments and the call's [`ToolContext`]; it may return
+    /// anything a `#[tool]` fn may (`String`, [`ToolResult`], `Result<_, E: Display>`, ..).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidTool`] for a name outside `^[a-zA-Z0-9_-]{1,64}$`, an empty
+    /// description, a schema whose root is not `{"type": "object", ..}`, or a schema that is
+    /// not valid JSON Schema (draft 2020-12).
+    pub fn build<F, Fut, R>(self, handler: F) -> Result<FnTool, RegistryError>
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        check_spec(&self.spec).map_err(|reason| RegistryError::InvalidTool {
+            name: self.spec.name.clone(),
+            reason,
+        })?;
+        let validator = Arc::new(ArgumentValidator::new(&self.spec));
+        let handler: Arc<Handler> = Arc::new(move |args, ctx| {
+            let running = handler(args, ctx);
+            Box::pin(async move { running.await.into_tool_result() })
+        });
+        Ok(FnTool {
+            label: self.label.unwrap_or_else(|| self.spec.name.clone()).into(),
+            spec: Arc::new(self.spec),
+            execution_mode: self.execution_mode,
+            validator,
+            prepare: self.prepare,
+            handler,
+        })
+    }
+}
+
+/// What `#[tool]` checks at compile time, checked here when the tool is built.
+fn check_spec(spec: &ToolSpec) -> Result<(), String> {
+    let name = &spec.name;
+    let name_ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(
+            "the name must match `^[a-zA-Z0-9_-]{1,64}$` (what every model API accepts)".into(),
+        );
+    }
+    if spec.description.trim().is_empty() {
+        return Err(
+            "the description is empty; the model reads it to decide when to call the tool".into(),
+        );
+    }
+    let root_type = spec.parameters.as_object().map(|root| root.get("type"));
+    if root_type != Some(Some(&Value::String("object".into()))) {
+        return Err(format!(
+            "the parameters schema must be a JSON object with `\"type\": \"object\"` at its root \
+             (a model's arguments are an object); got {}",
+            shorten(&spec.parameters)
+        ));
+    }
+    // The same options as `ArgumentValidator`, so a schema accepted here compiles there. This
+    // compiles the schema once more, at build time only: `ArgumentValidator` does not expose
+    // its compile error, and would report it on every call instead.
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(false)
+        .build(&spec.parameters)
+        .map(drop)
+        .map_err(|err| format!("the parameters schema is not valid JSON Schema: {err}"))
+}
+
+/// A value for an error message, cut to 200 characters.
+fn shorten(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+impl AgentTool for FnTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.execution_mode
+    }
+
+    fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
+        match &self.prepare {
+            Some(prepare) => prepare(args),
+            None => Ok(args),
+        }
+    }
+
+    fn rewrites_arguments(&self) -> bool {
+        self.prepare.is_some()
+    }
+
+    fn validator(&self) -> Option<&ArgumentValidator> {
+        Some(&self.validator)
+    }
+
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        (self.handler)(args, ctx)
+    }
+}
+
+impl fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTool")
+            .field("spec", &self.spec)
+            .field("label", &self.label)
+            .field("execution_mode", &self.execution_mode)
+            .field("prepare_arguments", &self.prepare.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for FnToolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnToolBuilder")
+            .field("spec", &self.spec)
+            .field("label", &self.label)
+            .field("execution_mode", &self.execution_mode)
+            .field("prepare_arguments", &self.prepare.is_some())
+            .finish()
+    }
+}

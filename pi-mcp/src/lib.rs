@@ -2,3 +2,5 @@
 
 mod client;
 mod server;
+
+pub use server::{McpServer, ServeError};

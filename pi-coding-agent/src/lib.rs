@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod cli;
 mod fs_error;
+mod mcp_serve;
 pub mod render;
 pub mod session;
 pub mod tools;

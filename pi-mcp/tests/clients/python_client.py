@@ -104,4 +104,5 @@ async def main(transport, target, mode):
         print(f"ok python {transport} {client.protocol_version}")
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+# A hung server fails the test instead of hanging it.
+asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[2], sys.argv[3]), timeout=120))

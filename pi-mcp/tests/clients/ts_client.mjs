@@ -6,6 +6,8 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 const [sdk, transportKind, target, mode] = process.argv.slice(2);
+// A hung server fails the test instead of hanging it.
+setTimeout(() => { console.error("timed out after 120 s"); process.exit(2); }, 120_000).unref();
 const require = createRequire(path.join(process.env.PI_TEST_DEPS, "package.json"));
 const RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 const EXPECTED_TOOLS = ["add", "cancelled_calls", "count_steps", "echo", "explode", "fail",

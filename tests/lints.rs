@@ -41,10 +41,25 @@ async fn private_tool() -> &'static str {
     "private"
 }
 
+/// A structured answer.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Answer {
+    /// The answer.
+    pub value: u32,
+}
+
+/// A read-only tool with a typed output (annotations and an output schema in the expansion).
+#[tool(read_only, open_world = false)]
+pub async fn annotated(value: u32) -> pi_tool::Json<Answer> {
+    tokio::task::yield_now().await;
+    pi_tool::Json(Answer { value })
+}
+
 #[test]
 fn strict_lints_pass() {
     let tools = pi_tool::ToolRegistry::new()
         .with(LintedTool)
-        .with(PrivateToolTool);
-    assert_eq!(tools.len(), 2);
+        .with(PrivateToolTool)
+        .with(AnnotatedTool);
+    assert_eq!(tools.len(), 3);
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use pi_runtime::{Model, StopReason, StreamOptions};
 use pi_tool::{CancellationToken, ToolRegistry};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
@@ -67,6 +67,42 @@ pub struct Args {
     /// Ignore the mcpServers files (~/.pi/agent/mcp.json, .mcp.json, .pi/mcp.json)
     #[arg(long)]
     pub no_mcp_config: bool,
+    /// A subcommand instead of a session (`pi mcp serve`)
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// `pi`'s subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Model Context Protocol
+    Mcp {
+        /// What to do
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+/// `pi mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve the seven coding tools (read, bash, edit, write, grep, find, ls) to MCP clients, on
+    /// stdio (the default) or streamable HTTP
+    Serve(McpServeArgs),
+}
+
+/// `pi mcp serve [--http ADDR] [--cwd DIR] [--confine]`
+#[derive(Debug, clap::Args)]
+pub struct McpServeArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Working directory of the tools (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Confine read, edit, write, grep, find and ls to the working directory
+    #[arg(long)]
+    pub confine: bool,
 }
 
 /// Shared standard input: prompts and approvals read lines from the same reader.
@@ -84,16 +120,14 @@ pub async fn run(args: Args) -> ExitCode {
 }
 
 async fn start(args: Args) -> Result<ExitCode, String> {
-    let cwd = match &args.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|err| format!("pi: cannot read the current directory: {err}"))?,
-    };
-    let cwd = std::fs::canonicalize(&cwd)
-        .map_err(|err| format!("pi: working directory {}: {err}", cwd.display()))?;
-    if !cwd.is_dir() {
-        return Err(format!("pi: {} is not a directory", cwd.display()));
+    if let Some(Command::Mcp {
+        command: McpCommand::Serve(serve),
+    }) = &args.command
+    {
+        crate::mcp_serve::serve(serve).await?;
+        return Ok(ExitCode::SUCCESS);
     }
+    let cwd = working_dir(args.cwd.as_deref())?;
     let model = select_model(&args)?;
     let workspace = Workspace::new(&cwd)
         .confined(args.confine)
@@ -219,6 +253,21 @@ impl Tools {
             agent.set_tools(self.registry());
         }
     }
+}
+
+/// `--cwd` (or the current directory), canonical, and checked to be a directory.
+pub(crate) fn working_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, String> {
+    let cwd = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|err| format!("pi: cannot read the current directory: {err}"))?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .map_err(|err| format!("pi: working directory {}: {err}", cwd.display()))?;
+    if !cwd.is_dir() {
+        return Err(format!("pi: {} is not a directory", cwd.display()));
+    }
+    Ok(cwd)
 }
 
 /// Where the session is saved: `--session`, the latest one for `--resume`, a new file in the

@@ -4,6 +4,7 @@ pub mod agent;
 pub mod cli;
 mod fs_error;
 pub mod mcp;
+mod mcp_serve;
 pub mod render;
 pub mod session;
 pub mod tools;

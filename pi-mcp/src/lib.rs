@@ -7,3 +7,4 @@ pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientBuilder, McpClientError,
     McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolAnnotations, McpToolList,
 };
+pub use server::{McpServer, ServeError};

@@ -1,6 +1,6 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`,
-//! `prepare_arguments`.
+//! `deny_unknown_fields`, `prepare_arguments`, and the annotation flags `read_only`,
+//! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
 use syn::parse::Parser;
@@ -18,7 +18,15 @@ pub(crate) const KEYS: &[&str] = &[
     "parallel",
     "prepare_arguments",
     "deny_unknown_fields",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
 ];
+
+/// The annotation flags, in the order `ToolAnnotations`' builder methods are called.
+pub(crate) const ANNOTATION_KEYS: &[&str] =
+    &["read_only", "destructive", "idempotent", "open_world"];
 
 /// `sequential` or `parallel`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,6 +45,8 @@ pub(crate) struct ToolArgs {
     pub(crate) prepare_arguments: Option<Path>,
     /// Unknown argument keys are an error (`additionalProperties: false` in the schema).
     pub(crate) deny_unknown_fields: Option<Path>,
+    /// Annotation hints set: (key, value), one per key (`read_only` or `read_only = false`).
+    pub(crate) annotations: Vec<(&'static str, bool)>,
 }
 
 impl ToolArgs {
@@ -113,8 +123,42 @@ impl ToolArgs {
                     ),
                 }
             }
-            other => cx.error_spanned_by(&path, unknown_key_message(other)),
+            other => match ANNOTATION_KEYS.iter().find(|k| **k == other) {
+                Some(key) => self.apply_annotation(cx, key, &path, &meta),
+                None => cx.error_spanned_by(&path, unknown_key_message(other)),
+            },
         }
+    }
+
+    /// `read_only` (true) or `read_only = true | false`; anything else is an error on the value.
+    fn apply_annotation(&mut self, cx: &Ctxt, key: &'static str, path: &Path, meta: &Meta) {
+        let value = match meta {
+            Meta::Path(_) => true,
+            Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Bool(b), ..
+                }) => b.value,
+                other => {
+                    cx.error_spanned_by(
+                        other,
+                        format!("`{key}` is a flag: write `#[tool({key})]`, or `{key} = false` to say it is not"),
+                    );
+                    return;
+                }
+            },
+            Meta::List(_) => {
+                cx.error_spanned_by(
+                    meta,
+                    format!("`{key}` is a flag: write `#[tool({key})]`, or `{key} = false` to say it is not"),
+                );
+                return;
+            }
+        };
+        if self.annotations.iter().any(|(k, _)| *k == key) {
+            cx.error_spanned_by(path, format!("duplicate `#[tool]` argument `{key}`"));
+            return;
+        }
+        self.annotations.push((key, value));
     }
 }
 
@@ -235,9 +279,36 @@ mod tests {
                 label = "A",
                 description = "d",
                 sequential,
-                prepare_arguments = f
+                prepare_arguments = f,
+                read_only,
+                open_world = false
             ))
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn annotation_flags_take_no_value_or_a_bool() {
+        let cx = Ctxt::new();
+        let args = ToolArgs::from_tokens(&cx, quote!(read_only, destructive = false));
+        assert!(cx.check().is_ok());
+        assert_eq!(
+            args.annotations,
+            vec![("read_only", true), ("destructive", false)]
+        );
+        let found = errors(quote!(
+            idempotent = 1,
+            open_world("x"),
+            read_only,
+            read_only
+        ));
+        assert_eq!(
+            found,
+            vec![
+                "`idempotent` is a flag: write `#[tool(idempotent)]`, or `idempotent = false` to say it is not",
+                "`open_world` is a flag: write `#[tool(open_world)]`, or `open_world = false` to say it is not",
+                "duplicate `#[tool]` argument `read_only`",
+            ]
         );
     }
 

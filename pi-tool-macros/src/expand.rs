@@ -2,7 +2,7 @@
 //! stripped) with a stand-in tool type, so one mistake does not cascade and IDEs keep working.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, Visibility};
@@ -150,6 +150,19 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             }
         }
     });
+    let annotations = (!args.annotations.is_empty()).then(|| {
+        let setters = args.annotations.iter().map(|(key, value)| {
+            let method = format_ident!("{}", key);
+            quote!(.#method(#value))
+        });
+        quote! {
+            fn annotations(&self) -> ::pi_tool::ToolAnnotations {
+                const __ANNOTATIONS: ::pi_tool::ToolAnnotations = ::pi_tool::ToolAnnotations::new() #(#setters)*;
+                __ANNOTATIONS
+            }
+        }
+    });
+    let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
         syn::ReturnType::Default => fn_ident.span(),
         syn::ReturnType::Type(_, ty) => ty.span(),
@@ -203,6 +216,8 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
 
                 #mode
                 #prepare
+                #annotations
+                #output_schema
 
                 fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {
                     ::core::option::Option::Some(__PI_TOOL.validator(self.spec()))
@@ -254,6 +269,25 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             }
         };
     }
+}
+
+/// `output_schema()` for a return type that mentions `Json` (`Json<T>`, `Result<Json<T>, E>`):
+/// the trait probe in `__private` declares the schema of `T` when `T: JsonSchema`. Other return
+/// types keep the trait's default (no schema) and cost no code.
+fn output_schema_method(output: &syn::ReturnType) -> Option<TokenStream> {
+    let syn::ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let mentions_json = ty.to_token_stream().to_string().contains("Json");
+    mentions_json.then(|| {
+        quote! {
+            fn output_schema(&self) -> ::core::option::Option<&::pi_tool::__private::serde_json::Value> {
+                #[allow(unused_imports)]
+                use ::pi_tool::__private::{DeclaresOutputSchema as _, NoOutputSchema as _};
+                (&::pi_tool::__private::OutputSchemaProbe::<#ty>::new()).output_schema(&__PI_TOOL)
+            }
+        }
+    })
 }
 
 /// The fn (with its parameter attributes already stripped) plus a stand-in tool type, so code

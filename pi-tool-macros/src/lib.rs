@@ -49,6 +49,7 @@ use proc_macro::TokenStream;
 /// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
 /// | `deny_unknown_fields` | an argument the schema does not name is an error (`additionalProperties: false`), reported with "did you mean" | unknown arguments are ignored |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | hints for hosts (MCP `annotations`), never sent to a model provider; `key = false` says the opposite | not said |
 ///
 /// # What it generates
 ///
@@ -70,7 +71,8 @@ use proc_macro::TokenStream;
 ///
 /// `String`, `&'static str`, `Content`, `Vec<Content>`, `ToolResult<D: Serialize>`,
 /// `Json<T: Serialize>`, or `Result<` one of these `, E: Display>`; an `Err` becomes an error
-/// result whose text is the error's `Display`.
+/// result whose text is the error's `Display`. A fn returning `Json<T>` (or `Result<Json<T>, E>`)
+/// with `T: JsonSchema` declares `T`'s schema as its `AgentTool::output_schema`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()

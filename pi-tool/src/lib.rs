@@ -5,6 +5,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as pi_tool;
 
+mod annotations;
 mod content;
 mod context;
 mod error;
@@ -26,6 +27,7 @@ pub mod __private {
     pub use crate::private::*;
 }
 
+pub use annotations::ToolAnnotations;
 pub use content::{Content, Cost, Usage};
 pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};

@@ -4,13 +4,14 @@
 //! crate needs no dependency but `pi-tool`.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{ArgumentValidator, ToolError, ToolSpec, schema_for};
+use crate::{ArgumentValidator, Json, ToolError, ToolSpec, schema_for};
 
 pub use inventory;
 pub use schemars;
@@ -25,6 +26,7 @@ pub use std::sync::Arc;
 pub struct ToolStatics {
     spec: OnceLock<ToolSpec>,
     validator: OnceLock<ArgumentValidator>,
+    output_schema: OnceLock<Value>,
 }
 
 impl ToolStatics {
@@ -34,6 +36,7 @@ impl ToolStatics {
         ToolStatics {
             spec: OnceLock::new(),
             validator: OnceLock::new(),
+            output_schema: OnceLock::new(),
         }
     }
 
@@ -44,6 +47,11 @@ impl ToolStatics {
             description: description.to_owned(),
             parameters: schema_for::<P>(),
         })
+    }
+
+    /// The schema of the tool's output `T`, built on first use.
+    pub fn output_schema<T: JsonSchema>(&self) -> &Value {
+        self.output_schema.get_or_init(schema_for::<T>)
     }
 
     /// The validator of `spec`, compiled on first use.
@@ -57,6 +65,48 @@ impl fmt::Debug for ToolStatics {
         f.debug_struct("ToolStatics").finish_non_exhaustive()
     }
 }
+
+/// Asks, by autoref specialization, whether a `#[tool]` fn's return type `R` declares an output
+/// schema: `Json<T>` or `Result<Json<T>, E>` with `T: JsonSchema` does ([`DeclaresOutputSchema`]),
+/// any other type does not ([`NoOutputSchema`]). Generated code calls
+/// `(&OutputSchemaProbe::<R>::new()).output_schema(&statics)` with both traits in scope.
+pub struct OutputSchemaProbe<R>(PhantomData<fn() -> R>);
+
+impl<R> OutputSchemaProbe<R> {
+    /// A probe for the return type `R`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        OutputSchemaProbe(PhantomData)
+    }
+}
+
+/// The return types with an output schema (chosen first by method resolution).
+pub trait DeclaresOutputSchema {
+    /// The output schema, built once in `statics`.
+    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value>;
+}
+
+impl<T: JsonSchema> DeclaresOutputSchema for OutputSchemaProbe<Json<T>> {
+    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value> {
+        Some(statics.output_schema::<T>())
+    }
+}
+
+impl<T: JsonSchema, E> DeclaresOutputSchema for OutputSchemaProbe<Result<Json<T>, E>> {
+    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value> {
+        Some(statics.output_schema::<T>())
+    }
+}
+
+/// Every other return type: no output schema (reached through one more autoref).
+pub trait NoOutputSchema {
+    /// Always `None`.
+    fn output_schema<'a>(&self, _statics: &'a ToolStatics) -> Option<&'a Value> {
+        None
+    }
+}
+
+impl<R> NoOutputSchema for &OutputSchemaProbe<R> {}
 
 /// Takes a `State<T>` parameter's value out of the call's context; the bound reports a
 /// non-`Send` state type on the user's type.

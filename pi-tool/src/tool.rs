@@ -5,7 +5,9 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use crate::{ArgumentValidator, ExecutionMode, ToolContext, ToolError, ToolResult, ToolSpec};
+use crate::{
+    ArgumentValidator, ExecutionMode, ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec,
+};
 
 /// A boxed, sendable future: what [`AgentTool::execute`] returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -46,6 +48,20 @@ pub trait AgentTool: Send + Sync + 'static {
 
     /// `Some(Sequential)` makes any batch that calls this tool run one call at a time.
     fn execution_mode(&self) -> Option<ExecutionMode> {
+        None
+    }
+
+    /// Hints for hosts about what the tool does (read-only, destructive, ...); `#[tool]` sets them
+    /// from its `read_only`, `destructive`, `idempotent` and `open_world` keys. Never part of
+    /// what a model provider receives.
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::new()
+    }
+
+    /// The JSON Schema of the tool's [`details`](ToolResult::details), when the tool promises
+    /// one. `#[tool]` declares it for a fn returning `Json<T>` (or `Result<Json<T>, E>`) where
+    /// `T: JsonSchema`; hosts that type tool output (MCP's `outputSchema`) use it. Built once.
+    fn output_schema(&self) -> Option<&Value> {
         None
     }
 

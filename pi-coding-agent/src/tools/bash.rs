@@ -28,7 +28,13 @@ enum Outcome {
 }
 
 /// Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.
-#[tool(name = "bash", label = "bash")]
+#[tool(
+    name = "bash",
+    label = "bash",
+    read_only = false,
+    destructive,
+    open_world
+)]
 pub async fn bash(
     /// Bash command to execute
     command: String,

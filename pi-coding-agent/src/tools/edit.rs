@@ -27,7 +27,10 @@ pub struct Replacement {
     name = "edit",
     label = "edit",
     prepare_arguments = prepare_edit_arguments,
-    deny_unknown_fields
+    deny_unknown_fields,
+    read_only = false,
+    destructive,
+    open_world = false
 )]
 pub async fn edit(
     /// Path to the file to edit (relative or absolute)

@@ -14,7 +14,7 @@ use crate::tools::{Notice, aborted, fd_walker, listing, relative_posix, search_r
 const DEFAULT_LIMIT: i64 = 1000;
 
 /// Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or 50KB (whichever is hit first).
-#[tool(name = "find", label = "find")]
+#[tool(name = "find", label = "find", read_only, open_world = false)]
 pub async fn find(
     /// Glob pattern to match files, e.g. '*.ts', '**/*.json', or 'src/**/*.spec.ts'
     pattern: String,

@@ -16,7 +16,7 @@ use crate::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 const DEFAULT_LIMIT: i64 = 100;
 
 /// Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to 100 matches or 50KB (whichever is hit first). Long lines are truncated to 500 chars.
-#[tool(name = "grep", label = "grep")]
+#[tool(name = "grep", label = "grep", read_only, open_world = false)]
 #[allow(clippy::too_many_arguments)]
 pub async fn grep(
     /// Search pattern (regex or literal string)

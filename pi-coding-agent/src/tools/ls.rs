@@ -16,7 +16,7 @@ use crate::tools::{Notice, aborted, listing};
 const DEFAULT_LIMIT: i64 = 500;
 
 /// List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or 50KB (whichever is hit first).
-#[tool(name = "ls", label = "ls")]
+#[tool(name = "ls", label = "ls", read_only, open_world = false)]
 pub async fn ls(
     /// Directory to list (default: current directory)
     path: Option<String>,

@@ -15,7 +15,7 @@ use crate::{Workspace, tools::aborted};
 const SNIFF_BYTES: usize = 8192;
 
 /// Read the contents of a file. Supports text files and images (jpg, png, gif, webp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.
-#[tool(name = "read", label = "read")]
+#[tool(name = "read", label = "read", read_only, open_world = false)]
 pub async fn read(
     /// Path to the file to read (relative or absolute)
     path: String,

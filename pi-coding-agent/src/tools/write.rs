@@ -6,7 +6,14 @@ use crate::fs_error;
 use crate::{Workspace, tools::aborted};
 
 /// Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.
-#[tool(name = "write", label = "write")]
+#[tool(
+    name = "write",
+    label = "write",
+    read_only = false,
+    destructive,
+    idempotent,
+    open_world = false
+)]
 pub async fn write(
     /// Path to the file to write (relative or absolute)
     path: String,

@@ -1,0 +1,132 @@
+//! One `tools/call`: the loop's pipeline (prepare, normalize, validate, execute), progress
+//! notifications from `ctx.update()`, cancellation, and the MCP result.
+
+use std::sync::Arc;
+
+use pi_tool::{Content, ToolResult, execute_prepared, prepare_call};
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{Peer, RequestContext};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::catalog::{Catalog, OutputShape, ServedTool, WRAPPED_OUTPUT_KEY};
+
+/// Runs `served` with the client's arguments; every outcome is a result (invalid arguments,
+/// `Err` and panics are `isError: true` with the loop's texts).
+pub(crate) async fn run(
+    catalog: &Catalog,
+    served: &ServedTool,
+    arguments: Option<JsonObject>,
+    request: RequestContext<RoleServer>,
+) -> CallToolResult {
+    let raw = Value::Object(arguments.unwrap_or_default());
+    let tool = served.tool.as_ref();
+    let prepared = match prepare_call(tool, &raw) {
+        Ok(prepared) => prepared,
+        Err(err) => return CallToolResult::error(vec![ContentBlock::text(err.message())]),
+    };
+    // The call's own token: cancelling it (a client's cancel, an HTTP disconnect) stops this
+    // call and nothing else.
+    let mut ctx = pi_tool::ToolContext::new(request.id.to_string())
+        .with_state(catalog.state.clone())
+        .with_signal(request.ct.child_token());
+    let progress = request.meta.get_progress_token().map(|token| {
+        let (sender, receiver) = mpsc::unbounded_channel::<Progress>();
+        let updates = sender.clone();
+        ctx = ctx
+            .clone()
+            .with_updates(Arc::new(move |partial: ToolResult| {
+                let _ = updates.send(Progress::Update(partial.text_content()));
+            }));
+        (
+            sender,
+            forward_progress(request.peer.clone(), token, receiver),
+        )
+    });
+    let _turn = match &served.sequential {
+        Some(lock) => Some(lock.lock().await),
+        None => None,
+    };
+    let result = match progress {
+        None => execute_prepared(tool, &raw, prepared, ctx).await,
+        Some((sender, forwarder)) => {
+            // Updates are forwarded while the tool runs; the last one is sent before the result.
+            let execution = async {
+                let result = execute_prepared(tool, &raw, prepared, ctx).await;
+                let _ = sender.send(Progress::Done);
+                result
+            };
+            tokio::join!(execution, forwarder).0
+        }
+    };
+    to_mcp(result, served.output)
+}
+
+enum Progress {
+    Update(String),
+    Done,
+}
+
+/// Sends each update as `notifications/progress` with an increasing counter, in order.
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut receiver: mpsc::UnboundedReceiver<Progress>,
+) {
+    let mut count = 0u32;
+    while let Some(Progress::Update(text)) = receiver.recv().await {
+        count += 1;
+        let mut param = ProgressNotificationParam::new(token.clone(), f64::from(count));
+        if !text.is_empty() {
+            param = param.with_message(text);
+        }
+        // A client gone mid-call is noticed by the transport; the call still finishes.
+        let _ = peer.notify_progress(param).await;
+    }
+}
+
+/// Our result as MCP's: content blocks, `isError`, and `details` as `structuredContent`.
+fn to_mcp(result: ToolResult, output: OutputShape) -> CallToolResult {
+    let mut content: Vec<ContentBlock> = result.content.into_iter().map(block).collect();
+    if result.is_error {
+        return CallToolResult::error(content);
+    }
+    let structured = match (output, result.details) {
+        (OutputShape::Untyped, details @ Value::Object(_)) if !is_empty_object(&details) => {
+            Some(details)
+        }
+        (OutputShape::Untyped, _) => None,
+        (OutputShape::Object, details) => {
+            let text = details.to_string();
+            if !content
+                .iter()
+                .any(|block| block.as_text().is_some_and(|t| t.text == text))
+            {
+                content.push(ContentBlock::text(text));
+            }
+            Some(details)
+        }
+        (OutputShape::Wrapped, details) => {
+            let mut wrapper = JsonObject::new();
+            wrapper.insert(WRAPPED_OUTPUT_KEY.to_owned(), details);
+            Some(Value::Object(wrapper))
+        }
+    };
+    let mut mcp = CallToolResult::success(content);
+    mcp.structured_content = structured;
+    mcp
+}
+
+fn is_empty_object(value: &Value) -> bool {
+    value.as_object().is_some_and(JsonObject::is_empty)
+}
+
+fn block(content: Content) -> ContentBlock {
+    match content {
+        Content::Text { text } => ContentBlock::text(text),
+        Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+    }
+}

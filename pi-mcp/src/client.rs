@@ -19,7 +19,7 @@ use tokio::sync::watch;
 pub use builder::McpClientBuilder;
 pub use config::{McpConfig, McpConfigError, McpServerConfig};
 pub use error::McpClientError;
-pub use tool::{McpTool, McpToolAnnotations};
+pub use tool::McpTool;
 
 use builder::{StdioRecipe, Target};
 use connection::Connection;

@@ -5,6 +5,6 @@ mod server;
 
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientBuilder, McpClientError,
-    McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolAnnotations, McpToolList,
+    McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolList,
 };
 pub use server::{McpServer, ServeError};

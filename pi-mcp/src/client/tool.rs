@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_tool::{
-    AgentTool, ArgumentValidator, BoxFuture, Content, ToolContext, ToolError, ToolResult, ToolSpec,
+    AgentTool, ArgumentValidator, BoxFuture, Content, ToolAnnotations, ToolContext, ToolError,
+    ToolResult, ToolSpec,
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -18,23 +19,6 @@ use tokio::sync::mpsc;
 use super::connection::Connection;
 use super::content::to_tool_result;
 
-/// What the server says about a tool's behaviour (MCP `annotations`). These are hints from the
-/// server, not guarantees.
-///
-/// `None` means the server did not say; MCP's defaults are then `read_only = false`,
-/// `destructive = true`, `idempotent = false`, `open_world = true`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct McpToolAnnotations {
-    /// `readOnlyHint`: the tool does not modify its environment.
-    pub read_only: Option<bool>,
-    /// `destructiveHint`: the tool may delete or overwrite (meaningful when not read-only).
-    pub destructive: Option<bool>,
-    /// `idempotentHint`: calling it again with the same arguments changes nothing more.
-    pub idempotent: Option<bool>,
-    /// `openWorldHint`: the tool reaches outside entities (the web, other systems).
-    pub open_world: Option<bool>,
-}
-
 /// A tool of an MCP server, imported as an [`AgentTool`].
 ///
 /// Its schema is the server's `inputSchema` (made provider-neutral with
@@ -46,7 +30,7 @@ pub struct McpTool {
     spec: ToolSpec,
     label: String,
     mcp_name: String,
-    annotations: McpToolAnnotations,
+    annotations: ToolAnnotations,
     output_schema: Option<Value>,
     validator: ArgumentValidator,
     connection: Arc<Connection>,
@@ -82,7 +66,7 @@ impl McpTool {
             parameters,
         };
         let hints = tool.annotations.as_ref();
-        let annotations = McpToolAnnotations {
+        let annotations = ToolAnnotations {
             read_only: hints.and_then(|hints| hints.read_only_hint),
             destructive: hints.and_then(|hints| hints.destructive_hint),
             idempotent: hints.and_then(|hints| hints.idempotent_hint),
@@ -111,16 +95,6 @@ impl McpTool {
     pub fn mcp_name(&self) -> &str {
         &self.mcp_name
     }
-
-    /// The server's behaviour hints for this tool.
-    pub fn annotations(&self) -> McpToolAnnotations {
-        self.annotations
-    }
-
-    /// The server's `outputSchema`, when it declared one.
-    pub fn output_schema(&self) -> Option<&Value> {
-        self.output_schema.as_ref()
-    }
 }
 
 impl AgentTool for McpTool {
@@ -130,6 +104,17 @@ impl AgentTool for McpTool {
 
     fn label(&self) -> &str {
         &self.label
+    }
+
+    /// The server's behaviour hints (`None` where it said nothing); hosts that re-serve the
+    /// tool pass them on.
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations
+    }
+
+    /// The server's `outputSchema`, when it declared one.
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     fn rewrites_arguments(&self) -> bool {

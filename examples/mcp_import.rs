@@ -17,7 +17,7 @@ use pi_mcp::McpClient;
 use pi_runtime::{
     Agent, AgentEvent, AssistantContent, AssistantMessage, ScriptedModel, StopReason,
 };
-use pi_tool::ToolRegistry;
+use pi_tool::{AgentTool, ToolRegistry};
 use serde_json::json;
 
 #[tokio::main]
@@ -40,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let hints = tool.annotations();
         println!(
             "  {:<45} read-only: {:<5} idempotent: {}",
-            pi_tool::AgentTool::spec(tool.as_ref()).name,
+            AgentTool::spec(tool.as_ref()).name,
             hints.read_only.unwrap_or(false),
             hints.idempotent.unwrap_or(false)
         );

@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
+};
+use rmcp::service::PeerRequestOptions;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
@@ -59,5 +62,43 @@ async fn sequential_calls_never_overlap_and_state_reaches_tools() {
         result = quick => assert_eq!(text(&result.expect("not blocked").expect("call")), "0"),
         _ = waiting => panic!("wait_for_cancel returned without a cancel"),
     }
+    client.cancel().await.expect("close");
+}
+
+/// A call of a sequential tool that is cancelled while it waits for its turn never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_call_cancelled_while_waiting_never_runs() {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi-mcp-fixture-server"));
+    command.arg("stdio").stderr(std::process::Stdio::null());
+    let client = ().serve(TokioChildProcess::new(command).expect("spawn")).await.expect("connect");
+
+    // The first call holds the tool's turn for 3 s; the second waits behind it.
+    let holding = client.call_tool(params("one_at_a_time", json!({"ms": 3000})));
+    let waiting = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params(
+            "one_at_a_time",
+            json!({"ms": 0}),
+        )));
+        let handle = client
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .expect("send");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        handle
+            .cancel(Some("no longer needed".into()))
+            .await
+            .expect("cancel");
+    };
+    let (held, ()) = tokio::join!(holding, waiting);
+    assert_eq!(text(&held.expect("first call")), "done");
+    // Had the cancelled call kept waiting, it would start as soon as the first one ended.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let runs = client
+        .call_tool(params("one_at_a_time_runs", json!({})))
+        .await
+        .expect("runs");
+    assert_eq!(text(&runs), "1", "the cancelled call ran after all");
     client.cancel().await.expect("close");
 }

@@ -46,8 +46,14 @@ pub(crate) async fn run(
             forward_progress(request.peer.clone(), token, receiver),
         )
     });
+    // A sequential call waits for its turn; a cancel while it waits means it never runs.
     let _turn = match &served.sequential {
-        Some(lock) => Some(lock.lock().await),
+        Some(lock) => tokio::select! {
+            turn = lock.lock() => Some(turn),
+            () = request.ct.cancelled() => {
+                return CallToolResult::error(vec![ContentBlock::text("Operation aborted")]);
+            }
+        },
         None => None,
     };
     let result = match progress {

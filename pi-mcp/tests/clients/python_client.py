@@ -12,7 +12,7 @@ from mcp import Client, MCPError, StdioServerParameters
 RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 EXPECTED_TOOLS = [
     "add", "cancelled_calls", "count_steps", "echo", "explode", "fail",
-    "most_overlap", "one_at_a_time", "pixel", "wait_for_cancel",
+    "most_overlap", "one_at_a_time", "one_at_a_time_runs", "pixel", "wait_for_cancel",
 ]
 
 

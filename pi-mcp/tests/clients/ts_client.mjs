@@ -11,7 +11,7 @@ setTimeout(() => { console.error("timed out after 120 s"); process.exit(2); }, 1
 const require = createRequire(path.join(process.env.PI_TEST_DEPS, "package.json"));
 const RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 const EXPECTED_TOOLS = ["add", "cancelled_calls", "count_steps", "echo", "explode", "fail",
-  "most_overlap", "one_at_a_time", "pixel", "wait_for_cancel"];
+  "most_overlap", "one_at_a_time", "one_at_a_time_runs", "pixel", "wait_for_cancel"];
 
 let Client, StdioClientTransport, StreamableHTTPClientTransport;
 if (sdk === "v1") {

@@ -87,16 +87,24 @@ async fn cancelled_calls(seen: State<Cancellations>) -> String {
 struct Overlap {
     running: AtomicUsize,
     most: AtomicUsize,
+    started: AtomicUsize,
 }
 
 /// A sequential tool: sleeps `ms` and records how many of its calls overlapped.
 #[tool(sequential)]
 async fn one_at_a_time(ms: u64, overlap: State<Overlap>) -> String {
+    overlap.started.fetch_add(1, Ordering::SeqCst);
     let now = overlap.running.fetch_add(1, Ordering::SeqCst) + 1;
     overlap.most.fetch_max(now, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(ms)).await;
     overlap.running.fetch_sub(1, Ordering::SeqCst);
     "done".to_owned()
+}
+
+/// How many `one_at_a_time` calls have started so far.
+#[tool(read_only)]
+async fn one_at_a_time_runs(overlap: State<Overlap>) -> String {
+    overlap.started.load(Ordering::SeqCst).to_string()
 }
 
 /// The most `one_at_a_time` calls that ever ran at once.

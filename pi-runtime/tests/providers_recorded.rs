@@ -8,8 +8,8 @@
 
 mod recorded;
 
-use pi_runtime::{AssistantEvent, AssistantMessage};
-use recorded::{Api, Recording, final_message, text};
+use pi_runtime::AssistantEvent;
+use recorded::{Api, Recording, check_event_grammar, final_message, text};
 use serde_json::Value;
 
 /// What a recording holds, read from its chunks.
@@ -143,45 +143,6 @@ fn holds(recording: &Recording) -> Holds {
     holds
 }
 
-/// `Start` first, then exactly one `Done` or `Error`, last; the events before it rebuild the
-/// text, thinking and calls of a `Done` message.
-fn check_events(name: &str, events: &[AssistantEvent]) {
-    assert!(
-        matches!(events.first(), Some(AssistantEvent::Start { .. })),
-        "{name}: {events:?}"
-    );
-    let ends = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                AssistantEvent::Done { .. } | AssistantEvent::Error { .. }
-            )
-        })
-        .count();
-    assert_eq!(ends, 1, "{name}: one end");
-    let last = final_message(events);
-    if let Some(AssistantEvent::Done { .. }) = events.last() {
-        let mut streamed = AssistantMessage::empty();
-        for event in &events[..events.len() - 1] {
-            streamed.apply(event);
-        }
-        assert_eq!(text(&streamed), text(last), "{name}: streamed text");
-        assert_eq!(
-            recorded::thinking(&streamed),
-            recorded::thinking(last),
-            "{name}: streamed thinking"
-        );
-        let calls =
-            |m: &AssistantMessage| m.tool_calls().map(|c| c.call.clone()).collect::<Vec<_>>();
-        assert_eq!(
-            calls(&streamed),
-            calls(last),
-            "{name}: the end events carry the calls"
-        );
-    }
-}
-
 #[test]
 fn every_recording_ends_once_and_keeps_its_text_and_calls() {
     let recordings = Recording::all();
@@ -189,7 +150,7 @@ fn every_recording_ends_once_and_keeps_its_text_and_calls() {
     for recording in &recordings {
         let name = recording.name.as_str();
         let events = recording.decode(usize::MAX);
-        check_events(name, &events);
+        check_event_grammar(name, &events);
         let message = final_message(&events);
         let holds = holds(recording);
         if !holds.text.is_empty() {

@@ -139,6 +139,54 @@ pub fn final_message(events: &[AssistantEvent]) -> &AssistantMessage {
     }
 }
 
+/// The events fit together: `Start` first, exactly one `Done` or `Error`, last; applying them
+/// one by one rebuilds the final message; and for a `Done`, the events before it alone rebuild
+/// its text, thinking and calls.
+pub fn check_event_grammar(name: &str, events: &[AssistantEvent]) {
+    assert!(
+        matches!(events.first(), Some(AssistantEvent::Start { .. })),
+        "{name}: {events:?}"
+    );
+    let ends = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                AssistantEvent::Done { .. } | AssistantEvent::Error { .. }
+            )
+        })
+        .count();
+    assert_eq!(ends, 1, "{name}: one end");
+    let last = final_message(events);
+    let mut rebuilt = AssistantMessage::empty();
+    for event in events {
+        rebuilt.apply(event);
+    }
+    assert_eq!(
+        rebuilt, *last,
+        "{name}: the events rebuild the final message"
+    );
+    if let Some(AssistantEvent::Done { .. }) = events.last() {
+        let mut streamed = AssistantMessage::empty();
+        for event in &events[..events.len() - 1] {
+            streamed.apply(event);
+        }
+        assert_eq!(text(&streamed), text(last), "{name}: streamed text");
+        assert_eq!(
+            thinking(&streamed),
+            thinking(last),
+            "{name}: streamed thinking"
+        );
+        let calls =
+            |m: &AssistantMessage| m.tool_calls().map(|c| c.call.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            calls(&streamed),
+            calls(last),
+            "{name}: the end events carry the calls"
+        );
+    }
+}
+
 /// The text blocks of a message, joined without a separator.
 pub fn text(message: &AssistantMessage) -> String {
     blocks(message, |b| match b {

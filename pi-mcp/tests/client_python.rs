@@ -49,6 +49,35 @@ async fn first_update(updates: &Mutex<Vec<ToolResult>>) {
     .await;
 }
 
+/// Starts the server's `wait_forever` tagged `tag`, aborts it once it reports progress, and
+/// waits until the server records that this call's handler was cancelled (the session goes on).
+async fn abort_wait_forever(tools: &ToolRegistry, tag: &str) {
+    let signal = CancellationToken::new();
+    let (ctx, updates) = recording_context(tag);
+    let ctx = ctx.with_signal(signal.clone());
+    let call = ToolCall::new(tag, "wait_forever", json!({"tag": tag}));
+    let running = tokio::spawn({
+        let tools = tools.clone();
+        async move { tools.run_with(&call, ctx).await }
+    });
+    first_update(&updates).await;
+    signal.cancel();
+    let result = within(GUARD, "the aborted call", running).await.unwrap();
+    assert_eq!(result.text_content(), "Operation aborted");
+    within(GUARD, "the server to record the cancellation", async {
+        loop {
+            let cancelled = tools
+                .run(&ToolCall::new("status", "cancelled_calls", json!({})))
+                .await;
+            if cancelled.text_content() == tag {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_and_calls_over_http() {
     let Some(deps) = test_deps(PYTHON) else {
@@ -192,37 +221,7 @@ async fn our_abort_reaches_the_server_as_a_cancellation() {
     let server = PythonServer::start(&deps).await;
     let client = connect(&server.url).await;
     let tools = registry(&client);
-    let signal = CancellationToken::new();
-    let (ctx, updates) = recording_context("a1");
-    let ctx = ctx.with_signal(signal.clone());
-    let running = tokio::spawn({
-        let tools = tools.clone();
-        async move {
-            tools
-                .run_with(
-                    &ToolCall::new("a1", "wait_forever", json!({"tag": "first"})),
-                    ctx,
-                )
-                .await
-        }
-    });
-    first_update(&updates).await;
-    signal.cancel();
-    let result = within(GUARD, "the aborted call", running).await.unwrap();
-    assert_eq!(result.text_content(), "Operation aborted");
-    // The server's handler was cancelled (it records that), and the session goes on.
-    within(GUARD, "the server to record the cancellation", async {
-        loop {
-            let cancelled = tools
-                .run(&ToolCall::new("a2", "cancelled_calls", json!({})))
-                .await;
-            if cancelled.text_content() == "first" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
+    abort_wait_forever(&tools, "first").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -385,36 +384,7 @@ async fn over_stdio_the_new_revision_and_cancellation_work_too() {
         .await;
     assert_eq!(sum.text_content(), "3");
 
-    let signal = CancellationToken::new();
-    let (ctx, updates) = recording_context("s2");
-    let ctx = ctx.with_signal(signal.clone());
-    let running = tokio::spawn({
-        let tools = tools.clone();
-        async move {
-            tools
-                .run_with(
-                    &ToolCall::new("s2", "wait_forever", json!({"tag": "stdio"})),
-                    ctx,
-                )
-                .await
-        }
-    });
-    first_update(&updates).await;
-    signal.cancel();
-    let result = within(GUARD, "the aborted call", running).await.unwrap();
-    assert_eq!(result.text_content(), "Operation aborted");
-    within(GUARD, "the server to record the cancellation", async {
-        loop {
-            let cancelled = tools
-                .run(&ToolCall::new("s3", "cancelled_calls", json!({})))
-                .await;
-            if cancelled.text_content() == "stdio" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
+    abort_wait_forever(&tools, "stdio").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

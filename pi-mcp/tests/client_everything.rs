@@ -4,12 +4,11 @@
 
 mod client_support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use client_support::{server_everything, test_deps, within};
+use client_support::{first_update, recording_context, server_everything, test_deps, within};
 use pi_mcp::McpClient;
-use pi_tool::{CancellationToken, Content, ToolCall, ToolContext, ToolRegistry, ToolResult};
+use pi_tool::{CancellationToken, Content, ToolCall, ToolRegistry, ToolResult};
 use serde_json::json;
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -31,16 +30,6 @@ fn registry(client: &McpClient) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     assert!(client.add_to(&mut registry).is_empty());
     registry
-}
-
-/// A context whose updates land in a vector.
-fn recording_context(id: &str) -> (ToolContext, Arc<Mutex<Vec<ToolResult>>>) {
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&updates);
-    let ctx = ToolContext::new(id).with_updates(Arc::new(move |update| {
-        sink.lock().unwrap().push(update);
-    }));
-    (ctx, updates)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,12 +207,7 @@ async fn our_abort_cancels_the_request_and_the_session_goes_on() {
         async move { tools.run_with(&call, ctx).await }
     });
     // Abort once the server has shown it is working.
-    within(GUARD, "the first progress notification", async {
-        while updates.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    first_update(&updates).await;
     signal.cancel();
     let result = within(GUARD, "the aborted call to return", running)
         .await
@@ -258,12 +242,7 @@ async fn a_server_killed_mid_call_gives_an_error_result() {
         let tools = tools.clone();
         async move { tools.run_with(&call, ctx).await }
     });
-    within(GUARD, "the first progress notification", async {
-        while updates.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    first_update(&updates).await;
     let pid = client
         .process_id()
         .expect("a stdio server has a process id");

@@ -4,12 +4,13 @@
 
 mod client_support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use client_support::{PythonServer, python_stdio, test_deps, within};
+use client_support::{
+    PythonServer, first_update, python_stdio, recording_context, test_deps, within,
+};
 use pi_mcp::{McpClient, McpClientError};
-use pi_tool::{AgentTool, CancellationToken, ToolCall, ToolContext, ToolRegistry, ToolResult};
+use pi_tool::{AgentTool, CancellationToken, ToolCall, ToolRegistry, ToolResult};
 use serde_json::json;
 
 const GUARD: Duration = Duration::from_secs(60);
@@ -29,24 +30,6 @@ fn registry(client: &McpClient) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     client.add_to(&mut registry);
     registry
-}
-
-fn recording_context(id: &str) -> (ToolContext, Arc<Mutex<Vec<ToolResult>>>) {
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&updates);
-    let ctx = ToolContext::new(id).with_updates(Arc::new(move |update| {
-        sink.lock().unwrap().push(update);
-    }));
-    (ctx, updates)
-}
-
-async fn first_update(updates: &Mutex<Vec<ToolResult>>) {
-    within(GUARD, "the first progress notification", async {
-        while updates.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
 }
 
 /// Starts the server's `wait_forever` tagged `tag`, aborts it once it reports progress, and

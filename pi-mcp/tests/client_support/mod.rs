@@ -6,7 +6,10 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use pi_tool::{ToolContext, ToolResult};
 
 /// The folder `.ci/install-test-deps` fills (env `PI_TEST_DEPS`, default
 /// `$HOME/.cache/pi-tool-test-deps`), or `None` when it is missing outside CI (the test is then
@@ -100,4 +103,28 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
         Ok(value) => value,
         Err(_) => panic!("waited {limit:?} for {what}: hung"),
     }
+}
+
+/// A context whose updates land in a vector.
+pub fn recording_context(id: &str) -> (ToolContext, Arc<Mutex<Vec<ToolResult>>>) {
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&updates);
+    let ctx = ToolContext::new(id).with_updates(Arc::new(move |update| {
+        sink.lock().unwrap().push(update);
+    }));
+    (ctx, updates)
+}
+
+/// Waits (at most a minute) until a recording context got its first update.
+pub async fn first_update(updates: &Mutex<Vec<ToolResult>>) {
+    within(
+        Duration::from_secs(60),
+        "the first progress notification",
+        async {
+            while updates.lock().unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        },
+    )
+    .await;
 }

@@ -1,7 +1,7 @@
 //! Quickstart: define tools with `#[tool]`, discover them, look at what a model sees, and run
 //! a few calls the way an agent loop would, including bad ones. No network, no API key.
 //!
-//! Run: `cargo run -p pi-examples --example quickstart`
+//! Run: `cargo run -p pi-quickstart` (builds `pi-tool` and what it uses; nothing else)
 
 use std::collections::HashMap;
 

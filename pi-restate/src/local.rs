@@ -50,13 +50,29 @@ pub fn test_deps_dir() -> Option<PathBuf> {
         })
 }
 
-/// The `restate-server` binary: `$RESTATE_SERVER_BIN`, else the test-dependency cache.
+/// The `restate-server` binary: `$RESTATE_SERVER_BIN`, else the native binary of the npm
+/// package's platform dependency in the test-dependency cache
+/// (`node_modules/@restatedev/restate-server-<os>-<arch>/bin/restate-server`). Not the
+/// package's `.bin` entry: that is a Node wrapper, and killing it would leave the server running.
 pub fn find_server() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("RESTATE_SERVER_BIN") {
         return Some(PathBuf::from(bin));
     }
-    let bin = test_deps_dir()?.join("node_modules/.bin/restate-server");
-    bin.exists().then_some(bin)
+    let scope = test_deps_dir()?.join("node_modules/@restatedev");
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(scope)
+        .ok()?
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.starts_with("restate-server-"))
+        })
+        .map(|entry| entry.path().join("bin/restate-server"))
+        .filter(|bin| bin.is_file())
+        .collect();
+    candidates.sort();
+    candidates.into_iter().next()
 }
 
 /// A `restate-server` process on loopback, killed (and its base directory removed) on drop.

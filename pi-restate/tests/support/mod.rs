@@ -138,19 +138,29 @@ pub(crate) fn prompt(
     text: &str,
     idempotency_key: Option<&str>,
 ) -> Result<Value, String> {
+    prompt_at(restate.ingress, session, text, idempotency_key)
+}
+
+/// [`prompt`] to the ingress at `ingress` (for a thread that must not borrow the server).
+pub(crate) fn prompt_at(
+    ingress: std::net::SocketAddr,
+    session: &str,
+    text: &str,
+    idempotency_key: Option<&str>,
+) -> Result<Value, String> {
     let mut headers = vec![("content-type", "application/json")];
     if let Some(key) = idempotency_key {
         headers.push(("idempotency-key", key));
     }
     let body = serde_json::to_vec(text).map_err(|err| err.to_string())?;
-    let (status, answer) = restate
-        .ingress_request(
-            "POST",
-            &format!("/PiSession/{session}/prompt"),
-            &headers,
-            &body,
-        )
-        .map_err(|err| err.to_string())?;
+    let (status, answer) = pi_restate::loopback_http::request(
+        ingress,
+        "POST",
+        &format!("/PiSession/{session}/prompt"),
+        &headers,
+        &body,
+    )
+    .map_err(|err| err.to_string())?;
     if status != 200 {
         return Err(format!(
             "HTTP {status}: {}",

@@ -158,22 +158,7 @@ impl LocalRestate {
 
     /// Registers (or re-registers, `force`) the service deployment at `uri`.
     pub fn register(&self, uri: &str) -> Result<(), LocalRestateError> {
-        let body = serde_json::json!({"uri": uri, "force": true}).to_string();
-        let (status, answer) = request(
-            self.admin,
-            "POST",
-            "/deployments",
-            &[("content-type", "application/json")],
-            body.as_bytes(),
-        )?;
-        if !(200..300).contains(&status) {
-            return Err(LocalRestateError::Register {
-                uri: uri.to_owned(),
-                status,
-                body: String::from_utf8_lossy(&answer).into_owned(),
-            });
-        }
-        Ok(())
+        register_deployment(self.admin, uri)
     }
 
     /// Kills the server (`SIGKILL`) and starts it again on the same ports and base directory:
@@ -212,6 +197,31 @@ impl Drop for LocalRestate {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Registers (or re-registers, `force`) the deployment at `uri` with the admin API at `admin`.
+pub fn register_deployment(admin: SocketAddr, uri: &str) -> Result<(), LocalRestateError> {
+    let body = serde_json::json!({"uri": uri, "force": true}).to_string();
+    let (status, answer) = request(
+        admin,
+        "POST",
+        "/deployments",
+        &[("content-type", "application/json")],
+        body.as_bytes(),
+    )?;
+    if !(200..300).contains(&status) {
+        return Err(LocalRestateError::Register {
+            uri: uri.to_owned(),
+            status,
+            body: String::from_utf8_lossy(&answer).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a Restate server answers at `admin` (`GET /health`).
+pub fn is_running(admin: SocketAddr) -> bool {
+    matches!(request(admin, "GET", "/health", &[], b""), Ok((200, _)))
 }
 
 /// A port nobody listens on right now.

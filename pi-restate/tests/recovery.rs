@@ -225,3 +225,50 @@ fn a_restate_server_restart_mid_session_loses_no_completed_step() {
     );
     assert_eq!(transcript(&restate, "server").len(), 6);
 }
+
+#[test]
+fn abort_cancels_the_running_prompt_and_the_session_takes_the_next_one() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(vec![
+        Reply::Calls(vec![("c1", "work", json!({"label": "long", "ms": 3000}))]),
+        Reply::Text("never reached"),
+        Reply::Text("after the abort"),
+    ]);
+    let ledger = ledger_in(&dir);
+    let service = Service::start(&[
+        ("PI_FIXTURE_MODEL_URL", &model.url()),
+        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
+    ]);
+    restate.register(&service.url()).expect("registered");
+
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| prompt(&restate, "stop", "go", None));
+        wait_for_ledger(&ledger, "the long tool to start", |lines| {
+            count(lines, "start long stop/c1") == 1
+        });
+        let (status, body) = restate
+            .ingress_request("POST", "/PiSession/stop/abort", &[], b"")
+            .expect("the ingress answers");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(body, b"true", "a run was going");
+        let outcome = running
+            .join()
+            .expect("the prompt thread")
+            .expect("the aborted prompt answers with what it did");
+        let messages = outcome["newMessages"].as_array().expect("messages");
+        assert_eq!(messages[2]["role"], "toolResult", "{messages:#?}");
+        assert_eq!(messages[2]["isError"], true, "{messages:#?}");
+    });
+    assert_eq!(model.requests(), 1, "no model request after the abort");
+    assert!(
+        transcript(&restate, "stop").len() >= 3,
+        "what the run did is kept"
+    );
+    // The session is free again.
+    let next = prompt(&restate, "stop", "next", None).expect("the next prompt runs");
+    assert!(next["newMessages"].is_array());
+    assert_eq!(model.requests(), 2);
+}

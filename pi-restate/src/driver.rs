@@ -74,6 +74,7 @@ fn execute<'ctx>(
         } => {
             let target = match target {
                 Target::Service { name, handler } => RequestTarget::service(name, handler),
+                Target::Object { name, key, handler } => RequestTarget::object(name, key, handler),
             };
             let mut request = ctx.request::<Json<Value>, Json<Value>>(target, Json(payload));
             if let Some(key) = idempotency_key {

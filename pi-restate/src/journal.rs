@@ -48,6 +48,12 @@ pub(crate) type Announce =
 pub(crate) enum Target {
     /// A service handler.
     Service { name: String, handler: String },
+    /// A virtual object's handler for one key.
+    Object {
+        name: String,
+        key: String,
+        handler: String,
+    },
 }
 
 /// One step and where its journaled outcome goes.

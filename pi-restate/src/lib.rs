@@ -5,6 +5,7 @@ mod driver;
 mod durable_model;
 mod durable_tool;
 mod error;
+mod inbox;
 mod journal;
 pub mod local;
 pub mod loopback_http;
@@ -17,6 +18,7 @@ pub use approval::{AnnounceApproval, Approval, ApprovalDecision, ApprovalRequest
 pub use durable_model::DurableModel;
 pub use durable_tool::{DurableTool, idempotency_key};
 pub use error::StepError;
+pub use inbox::{INBOX_OBJECT, PiSessionInbox};
 pub use remote_tool::{RemoteTool, RemoteToolSpec};
 pub use session::{PiSession, PromptRequest, RUNNING_KEY, RunOutcome, TRANSCRIPT_KEY};
 pub use tool_service::{PiTools, RemoteCall, TOOL_SERVICE};

@@ -9,14 +9,17 @@ use pi_runtime::{
     AgentContext, AgentEvent, AgentLoopConfig, AgentStream, Message, Model, agent_loop,
 };
 use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
+use restate_sdk::context::RequestTarget;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::approval::Approval;
 use crate::driver::drive;
 use crate::durable_model::DurableModel;
 use crate::durable_tool::DurableTool;
-use crate::journal::Journal;
+use crate::inbox::INBOX_OBJECT;
+use crate::journal::{Journal, Target};
 use crate::remote_tool::{RemoteTool, RemoteToolSpec};
 use crate::stamps::{apply_stamps, stamps_of};
 
@@ -62,6 +65,8 @@ pub struct RunOutcome {
 ///   model stops; returns the new messages. Prompts to one session queue up in arrival order.
 /// - `followUp` (exclusive): the same, named for a message sent while a run is going: it runs
 ///   when the current run has finished, against the transcript that run left.
+/// - `steer` (shared): queues a message the running prompt's loop delivers before its next
+///   model request (with [`with_steering`](Self::with_steering)).
 /// - `transcript` (shared): the stored transcript.
 /// - `abort` (shared): cancels the running prompt; its run ends as `Aborted` and what it did
 ///   so far is kept.
@@ -76,6 +81,7 @@ struct Setup {
     remote: Vec<Arc<RemoteToolSpec>>,
     config: AgentLoopConfig,
     approval: Option<Approval>,
+    steering: bool,
 }
 
 impl PiSession {
@@ -89,6 +95,7 @@ impl PiSession {
                 remote: Vec::new(),
                 config: AgentLoopConfig::new(),
                 approval: None,
+                steering: false,
             }),
         }
     }
@@ -136,6 +143,15 @@ impl PiSession {
         self
     }
 
+    /// Accepts steering messages (`steer`) while a prompt runs: the loop takes them from the
+    /// session's [`PiSessionInbox`](crate::PiSessionInbox) before each model request, one
+    /// durable call each time. Bind `PiSessionInbox` in the same endpoint.
+    #[must_use]
+    pub fn with_steering(mut self) -> Self {
+        self.setup_mut().steering = true;
+        self
+    }
+
     /// Runs the loop for `prompts` on top of the stored transcript and stores the result.
     async fn run(
         &self,
@@ -157,6 +173,25 @@ impl PiSession {
         let mut config = setup.config.clone();
         if let Some(approval) = &setup.approval {
             config.before_tool_call = Some(approval.hook(journal.clone(), Arc::clone(&session_id)));
+        }
+        if setup.steering {
+            let journal = journal.clone();
+            let inbox = Target::Object {
+                name: INBOX_OBJECT.to_owned(),
+                key: session_id.to_string(),
+                handler: "take".to_owned(),
+            };
+            config = config.steering(move || {
+                let journal = journal.clone();
+                let inbox = inbox.clone();
+                async move {
+                    let taken = journal.call(inbox, Value::Null, None).await;
+                    taken
+                        .ok()
+                        .and_then(|value| serde_json::from_value(value).ok())
+                        .unwrap_or_default()
+                }
+            });
         }
         let model: Arc<dyn Model> =
             Arc::new(DurableModel::new(Arc::clone(&setup.model), journal.clone()));
@@ -255,6 +290,25 @@ impl PiSession {
             .get::<Json<Vec<Message>>>(TRANSCRIPT_KEY)
             .await?
             .unwrap_or_default())
+    }
+
+    /// Queues a steering message for the running prompt (it reaches the model before the next
+    /// request); needs [`with_steering`](Self::with_steering).
+    #[handler]
+    async fn steer(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        request: Json<PromptRequest>,
+    ) -> Result<(), HandlerError> {
+        for message in request.into_inner().into_messages() {
+            ctx.request::<Json<Message>, ()>(
+                RequestTarget::object(INBOX_OBJECT, ctx.key(), "push"),
+                Json(message),
+            )
+            .call()
+            .await?;
+        }
+        Ok(())
     }
 
     /// Cancels the running prompt, if any; returns whether there was one.

@@ -183,3 +183,53 @@ fn the_same_prompt_sent_twice_with_one_idempotency_key_runs_once() {
     prompt(&restate, "idem", "go", Some("prompt-2")).expect("third");
     assert_eq!(transcript(&restate, "idem").len(), 6);
 }
+
+#[test]
+fn a_steering_message_sent_while_a_tool_runs_reaches_the_next_model_request() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(vec![
+        Reply::Calls(vec![("c1", "work", json!({"label": "slow", "ms": 1000}))]),
+        Reply::Text("steered"),
+    ]);
+    let ledger = ledger_in(&dir);
+    let service = Service::start(&[
+        ("PI_FIXTURE_MODEL_URL", &model.url()),
+        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
+    ]);
+    restate.register(&service.url()).expect("registered");
+
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| prompt(&restate, "steer", "go", None));
+        wait_for_ledger(&ledger, "the slow tool to start", |lines| {
+            count(lines, "start slow steer/c1") == 1
+        });
+        let (status, body) = restate
+            .ingress_request(
+                "POST",
+                "/PiSession/steer/steer",
+                &[("content-type", "application/json")],
+                br#""use metric units""#,
+            )
+            .expect("the ingress answers");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        running
+            .join()
+            .expect("the prompt thread")
+            .expect("completes");
+    });
+    let messages = support::without_clock(&transcript(&restate, "steer"));
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "user", "assistant"]
+    );
+    assert_eq!(messages[3]["content"][0]["text"], "use metric units");
+    assert_eq!(messages[4]["content"][0]["text"], "steered");
+    assert_eq!(model.requests(), 2);
+}

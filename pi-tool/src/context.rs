@@ -30,6 +30,9 @@ pub struct ToolContext {
 /// Everything in one allocation: a call costs one context, not one per field.
 struct ContextInner {
     tool_call_id: String,
+    /// A key that stays the same when a durable host runs the same call again (after a crash),
+    /// so a side-effecting tool can deduplicate its effect. `None` in-process.
+    idempotency_key: Option<Arc<str>>,
     /// Created on first use (a child of `parent` when there is one), so a context costs no
     /// token up front.
     signal: OnceLock<CancellationToken>,
@@ -47,6 +50,7 @@ impl ContextInner {
     fn duplicate(&self) -> Self {
         ContextInner {
             tool_call_id: self.tool_call_id.clone(),
+            idempotency_key: self.idempotency_key.clone(),
             signal: self.signal.clone(),
             parent: self.parent.clone(),
             updates: self.updates.clone(),
@@ -69,6 +73,7 @@ impl ToolContext {
         ToolContext {
             inner: Arc::new(ContextInner {
                 tool_call_id: tool_call_id.into(),
+                idempotency_key: None,
                 signal: OnceLock::new(),
                 parent: None,
                 updates: None,
@@ -124,6 +129,21 @@ impl ToolContext {
     /// The id of the call being executed.
     pub fn tool_call_id(&self) -> &str {
         &self.inner.tool_call_id
+    }
+
+    /// Sets the call's idempotency key (a durable host does, e.g. `pi-restate`: session id and
+    /// tool call id), so the same call run again after a crash carries the same key.
+    #[must_use]
+    pub fn with_idempotency_key(mut self, key: impl Into<Arc<str>>) -> Self {
+        self.inner_mut().idempotency_key = Some(key.into());
+        self
+    }
+
+    /// The key under which a side-effecting tool should deduplicate its effect: the same every
+    /// time this call runs, also when a durable host runs it again after a crash (at-least-once
+    /// execution). `None` when the host gives no such guarantee (an in-process run).
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.inner.idempotency_key.as_deref()
     }
 
     /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
@@ -187,6 +207,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("tool_call_id", &self.inner.tool_call_id)
+            .field("idempotency_key", &self.inner.idempotency_key)
             .field("aborted", &self.is_aborted())
             .field("has_update_sink", &self.inner.updates.is_some())
             .field("state", &self.inner.state)
@@ -359,6 +380,17 @@ mod tests {
         assert!(untouched.is_aborted());
         assert!(untouched.signal().is_cancelled());
         assert!(child.is_cancelled());
+    }
+
+    #[test]
+    fn an_idempotency_key_is_kept_by_clones_and_later_builders() {
+        assert_eq!(ToolContext::new("c1").idempotency_key(), None);
+        let ctx = ToolContext::new("c1").with_idempotency_key("session-7/c1");
+        let shared = ctx.clone();
+        let rebuilt = shared.with_parent_signal(CancellationToken::new());
+        assert_eq!(ctx.idempotency_key(), Some("session-7/c1"));
+        assert_eq!(rebuilt.idempotency_key(), Some("session-7/c1"));
+        assert_eq!(rebuilt.tool_call_id(), "c1");
     }
 
     #[test]

@@ -1,0 +1,27 @@
+#![doc = include_str!("../README.md")]
+
+mod approval;
+mod driver;
+mod durable_model;
+mod durable_tool;
+mod error;
+mod inbox;
+mod journal;
+pub mod local;
+pub mod loopback_http;
+mod remote_tool;
+mod session;
+mod stamps;
+mod tool_service;
+
+pub use approval::{AnnounceApproval, Approval, ApprovalDecision, ApprovalRequest, NeedsApproval};
+pub use durable_model::DurableModel;
+pub use durable_tool::{DurableTool, idempotency_key};
+pub use error::StepError;
+pub use inbox::{INBOX_OBJECT, PiSessionInbox};
+pub use remote_tool::{RemoteTool, RemoteToolSpec};
+pub use session::{PiSession, PromptRequest, RUNNING_KEY, RunOutcome, TRANSCRIPT_KEY};
+pub use tool_service::{PiTools, RemoteCall, TOOL_SERVICE};
+
+/// The Restate SDK this crate is built on (its `Endpoint` and `HttpServer` serve the services).
+pub use restate_sdk;

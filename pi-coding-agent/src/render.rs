@@ -274,7 +274,57 @@ fn indent_from(text: &str, mut at_line_start: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use pi_runtime::{AssistantContent, AssistantMessage, ToolCallRef};
+    use pi_tool::ToolResult;
+
     use super::*;
+
+    /// Two parallel `bash` calls whose output interleaves and which end in the other order.
+    #[test]
+    fn parallel_calls_are_told_apart_and_the_approval_wait_is_left_out() {
+        let assistant = Arc::new(Message::Assistant(AssistantMessage::new(
+            vec![
+                AssistantContent::tool_call("c1", "bash", serde_json::json!({"command": "make a"})),
+                AssistantContent::tool_call("c2", "read", serde_json::json!({"path": "b.txt"})),
+            ],
+            StopReason::ToolUse,
+        )));
+        let call = |i| ToolCallRef::new(Arc::clone(&assistant), i).unwrap();
+        let update = |i, text: &str| AgentEvent::ToolExecutionUpdate {
+            call: call(i),
+            partial_result: Box::new(ToolResult::text(text)),
+        };
+        let end = |i, id: &str, name: &str, text: &str, ms| {
+            AgentEvent::ToolExecutionEnd {
+            call: call(i),
+            result: Arc::new(
+                serde_json::from_value(serde_json::json!({"role": "toolResult",
+                    "toolCallId": id, "toolName": name, "content": [{"type": "text", "text": text}]}))
+                .unwrap(),
+            ),
+            is_error: false,
+            terminate: false,
+            usage: None,
+            duration_ms: ms,
+        }
+        };
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let mut renderer = Renderer::new(&mut out, &mut log);
+        renderer.event(&AgentEvent::ToolExecutionStart { call: call(0) });
+        renderer.event(&AgentEvent::ToolExecutionStart { call: call(1) });
+        renderer.event(&update(0, "a1\n"));
+        renderer.event(&end(1, "c2", "read", "b", 3));
+        renderer.event(&update(0, "a1\na2"));
+        renderer.discount_wait("c1", 2000);
+        renderer.event(&end(0, "c1", "bash", "a1\na2", 2050));
+        drop(renderer);
+        assert_eq!(
+            String::from_utf8(log).unwrap(),
+            "● bash $ make a\n● read b.txt\n● bash $ make a\n  a1\n● read b.txt\n  b\n  ✓ read b.txt (3 ms)\n● bash $ make a\n  a2\n  ✓ bash $ make a (50 ms)\n"
+        );
+    }
 
     #[test]
     fn summaries_and_previews() {

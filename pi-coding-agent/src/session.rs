@@ -331,6 +331,18 @@ impl Session {
             .map(|(_, path)| path)
     }
 
+    /// The most recently modified session file (ours or pi's) in `dirs`, judged by its first
+    /// line only, as pi's `findMostRecentSession` does: no transcript is read.
+    pub fn latest(dirs: &[PathBuf]) -> Option<PathBuf> {
+        let mut files: Vec<(SystemTime, PathBuf)> =
+            dirs.iter().flat_map(|dir| jsonl_files(dir)).collect();
+        files.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+        files
+            .into_iter()
+            .map(|(_, path)| path)
+            .find(|path| starts_with_a_header(path))
+    }
+
     /// The sessions in `dirs` (ours and pi's), newest first. Files that cannot be read as a
     /// session are left out.
     pub fn list(dirs: &[PathBuf]) -> Vec<SessionSummary> {
@@ -388,6 +400,18 @@ pub(crate) fn pi_agent_dir() -> PathBuf {
         },
         _ => home().join(".pi").join("agent"),
     }
+}
+
+/// Whether the file's first line is a session header (ours or pi's).
+fn starts_with_a_header(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    if BufReader::new(file).read_line(&mut first).is_err() {
+        return false;
+    }
+    serde_json::from_str::<Value>(&first).is_ok_and(|header| header["type"] == "session")
 }
 
 /// The `.jsonl` files of `dir` with their modification times.

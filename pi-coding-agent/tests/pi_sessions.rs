@@ -187,6 +187,12 @@ fn listing_finds_ours_and_pi_sessions_and_skips_other_files() {
         .append(&Message::user("  newest\n prompt "))
         .unwrap();
     let listed = Session::list(&[ours.clone(), pi_dir.clone()]);
+    let latest = Session::latest(&[ours.clone(), pi_dir.clone()]).unwrap();
+    assert!(
+        latest.starts_with(&ours) || latest == pi_dir.join("a.jsonl"),
+        "{latest:?}"
+    );
+    assert_eq!(Session::latest(&[dir.path().join("none")]), None);
     assert_eq!(listed.len(), 2, "{listed:?}");
     let newest = listed
         .iter()

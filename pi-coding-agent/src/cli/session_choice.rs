@@ -54,8 +54,8 @@ pub(super) async fn choose(args: &Args, cwd: &Path, input: &Input) -> Result<Cho
         return open(path);
     }
     if args.continue_session {
-        match Session::list(&search).first() {
-            Some(latest) => return open(&latest.path),
+        match Session::latest(&search) {
+            Some(latest) => return open(&latest),
             None => eprintln!("pi: no earlier session for this directory; starting a new one"),
         }
     }

@@ -1,8 +1,11 @@
 //! [`CodingAgent`]: a conversation with a model over the coding tools: the transcript, the
 //! session file, `bash` approval through `before_tool_call`, and one [`agent_loop`] run per prompt.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use pi_runtime::{
@@ -20,9 +23,13 @@ pub const DECLINED: &str = "The user declined to run this command.";
 /// Asks the user whether a `bash` command may run; resolves to `true` to run it.
 pub type Approver = Arc<dyn Fn(ApprovalRequest) -> BoxFuture<'static, bool> + Send + Sync>;
 
-/// A `bash` call waiting for approval.
+/// A `bash` call waiting for approval. When it is asked, the call's header (`● bash $ ...`)
+/// has already been rendered, so the question can follow it on its own line.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ApprovalRequest {
+    /// The id of the call, as in the tool events.
+    pub call_id: String,
     /// The command the model wants to run.
     pub command: String,
     /// The run's abort signal: an approver should give up (and decline) when it fires.
@@ -63,12 +70,87 @@ pub struct PromptOutcome {
 pub struct CodingAgent {
     model: Arc<dyn Model>,
     tools: ToolRegistry,
+    tool_order: Vec<String>,
     cwd: std::path::PathBuf,
     system_prompt: String,
     transcript: Vec<Arc<Message>>,
     session: Option<Session>,
     approval: Approval,
     stream_options: StreamOptions,
+    progress: Arc<CallProgress>,
+}
+
+/// What the event consumer ([`CodingAgent::prompt`]) and the approval hook share: which calls'
+/// headers have been rendered (the hook waits for its call's before asking, so the question
+/// never comes before the header or glued to the model's text), and how long the user took to
+/// answer, taken out of the durations shown so they time only the tools. A call's shown time
+/// leaves out every approval between its start and its end: its own, and in a parallel batch
+/// the later calls' (all are asked before any runs).
+#[derive(Debug)]
+struct CallProgress {
+    rendered: Mutex<HashSet<String>>,
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Milliseconds spent waiting for approvals in this conversation so far.
+    waited_ms: AtomicU64,
+    /// `waited_ms` when each running call started.
+    waited_at_start: Mutex<HashMap<String, u64>>,
+}
+
+impl CallProgress {
+    fn new() -> Self {
+        CallProgress {
+            rendered: Mutex::new(HashSet::new()),
+            changed: tokio::sync::watch::Sender::new(0),
+            waited_ms: AtomicU64::new(0),
+            waited_at_start: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The call's header is on screen: its approval may be asked now.
+    fn started(&self, id: &str) {
+        let waited = self.waited_ms.load(Ordering::Relaxed);
+        if let Ok(mut starts) = self.waited_at_start.lock() {
+            starts.insert(id.to_owned(), waited);
+        }
+        if let Ok(mut rendered) = self.rendered.lock() {
+            rendered.insert(id.to_owned());
+        }
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn is_rendered(&self, id: &str) -> bool {
+        self.rendered.lock().is_ok_and(|r| r.contains(id))
+    }
+
+    /// Waits until the call's header is rendered (or the run is aborted).
+    async fn rendered(&self, id: &str, signal: &CancellationToken) {
+        let mut changes = self.changed.subscribe();
+        while !self.is_rendered(id) {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = signal.cancelled() => return,
+            }
+        }
+    }
+
+    fn record_wait(&self, waited_ms: u64) {
+        self.waited_ms.fetch_add(waited_ms, Ordering::Relaxed);
+    }
+
+    /// The call ended: how long approvals took while it was running.
+    fn ended(&self, id: &str) -> u64 {
+        if let Ok(mut rendered) = self.rendered.lock() {
+            rendered.remove(id);
+        }
+        let at_start = self
+            .waited_at_start
+            .lock()
+            .ok()
+            .and_then(|mut starts| starts.remove(id));
+        at_start.map_or(0, |start| {
+            self.waited_ms.load(Ordering::Relaxed).saturating_sub(start)
+        })
+    }
 }
 
 impl fmt::Debug for CodingAgent {
@@ -95,6 +177,7 @@ impl CodingAgent {
         CodingAgent {
             model,
             tools,
+            tool_order: Vec::new(),
             cwd: cwd.to_path_buf(),
             system_prompt,
             transcript: Vec::new(),
@@ -103,7 +186,21 @@ impl CodingAgent {
                 "Running commands was not approved: restart pi with --yes to allow it.".into(),
             ),
             stream_options: StreamOptions::default(),
+            progress: Arc::new(CallProgress::new()),
         }
+    }
+
+    /// Offers the tools in this order (names not in the registry are ignored; tools not named
+    /// come after, in pi's order). By default the built-ins come in pi's order
+    /// ([`PI_TOOL_ORDER`](crate::system_prompt::PI_TOOL_ORDER)), then the others by name.
+    #[must_use]
+    pub fn with_tool_order<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tool_order = names.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Replaces the system prompt.
@@ -152,9 +249,21 @@ impl CodingAgent {
         &self.cwd
     }
 
-    /// The names of the tools offered to the model, sorted.
+    /// The names of the tools offered to the model, in the order they are offered.
     pub fn tool_names(&self) -> Vec<&str> {
-        self.tools.names().collect()
+        let mut names: Vec<&str> = self
+            .tool_order
+            .iter()
+            .map(String::as_str)
+            .filter(|name| self.tools.contains(name))
+            .collect();
+        let rest = crate::system_prompt::pi_order(self.tools.names());
+        for name in rest {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     }
 
     /// The model.
@@ -181,9 +290,16 @@ impl CodingAgent {
         signal: CancellationToken,
         renderer: &mut Renderer<'_>,
     ) -> PromptOutcome {
+        let offered: Vec<_> = self
+            .tool_names()
+            .into_iter()
+            .filter_map(|name| self.tools.get(name))
+            .collect();
         let context = AgentContext {
             messages: self.transcript.clone(),
-            ..AgentContext::new(self.system_prompt.clone()).with_registry(self.tools.clone())
+            ..AgentContext::new(self.system_prompt.clone())
+                .with_available(self.tools.clone())
+                .with_tools(offered)
         };
         let config = self.config();
         let mut events = agent_loop(
@@ -198,8 +314,14 @@ impl CodingAgent {
             error_message: None,
         };
         while let Some(event) = events.next().await {
+            if let AgentEvent::ToolExecutionEnd { call, .. } = &event {
+                renderer.discount_wait(call.id(), self.progress.ended(call.id()));
+            }
             renderer.event(&event);
             match &event {
+                AgentEvent::ToolExecutionStart { call } => {
+                    self.progress.started(call.id());
+                }
                 AgentEvent::MessageEnd { message } => {
                     if let Some(session) = &mut self.session
                         && let Err(err) = session.append(message)
@@ -227,10 +349,12 @@ impl CodingAgent {
 
     fn config(&self) -> AgentLoopConfig {
         let approval = self.approval.clone();
+        let progress = Arc::clone(&self.progress);
         AgentLoopConfig::new()
             .stream_options(self.stream_options.clone())
             .before_tool_call(move |ctx| {
                 let approval = approval.clone();
+                let progress = Arc::clone(&progress);
                 async move {
                     if ctx.tool_call.name != "bash" {
                         return Ok(BeforeToolCall::allow());
@@ -245,11 +369,19 @@ impl CodingAgent {
                         Approval::Always => BeforeToolCall::allow(),
                         Approval::Never(reason) => BeforeToolCall::block(reason),
                         Approval::Ask(approver) => {
+                            let asked = Instant::now();
+                            let id = ctx.tool_call.id.clone();
+                            progress.rendered(&id, &ctx.signal).await;
                             let request = ApprovalRequest {
+                                call_id: id.clone(),
                                 command,
                                 signal: ctx.signal.clone(),
                             };
-                            if approver(request).await {
+                            let approved = approver(request).await;
+                            let waited =
+                                u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
+                            progress.record_wait(waited);
+                            if approved {
                                 BeforeToolCall::allow()
                             } else {
                                 BeforeToolCall::block(DECLINED)
@@ -261,26 +393,9 @@ impl CodingAgent {
     }
 }
 
-/// pi's coding-agent system prompt, shortened: role, tools, guidelines, working directory.
+/// pi's coding-agent system prompt for these tools (listed in pi's order) and `cwd`, without
+/// context files; [`crate::system_prompt::build`] takes them, a custom prompt and appended text.
 pub fn system_prompt(tools: &ToolRegistry, cwd: &std::path::Path) -> String {
-    let mut prompt = String::from(
-        "You are an expert coding assistant. You help users with coding tasks by reading files, executing commands, editing code, and writing new files.\n\nAvailable tools:\n",
-    );
-    for spec in tools.specs() {
-        let first_sentence = spec
-            .description
-            .split(". ")
-            .next()
-            .unwrap_or(&spec.description);
-        prompt.push_str(&format!(
-            "- {}: {}\n",
-            spec.name,
-            first_sentence.trim_end_matches('.')
-        ));
-    }
-    prompt.push_str(
-        "\nGuidelines:\n- Use read to examine files before editing them.\n- Use edit for precise changes (every oldText must match exactly and be unique); use write only for new files or complete rewrites.\n- Use bash for file operations like ls, grep and find when no dedicated tool is available, and to build and test.\n- Be concise in your responses.\n- Show file paths clearly when working with files.\n",
-    );
-    prompt.push_str(&format!("\nCurrent working directory: {}", cwd.display()));
-    prompt
+    let names = crate::system_prompt::pi_order(tools.names());
+    crate::system_prompt::build(&names, cwd, &crate::system_prompt::PromptParts::default())
 }

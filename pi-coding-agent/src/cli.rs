@@ -1,12 +1,15 @@
 //! The `pi` command: arguments, provider choice, the one-shot and interactive modes, Ctrl-C.
 
+mod model_choice;
+mod session_choice;
+
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pi_runtime::{Model, StopReason, StreamOptions};
+use pi_runtime::{StopReason, StreamOptions};
 use pi_tool::{CancellationToken, ToolRegistry};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -15,17 +18,46 @@ use tokio::sync::Mutex;
 use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
 use crate::mcp::{McpServers, McpTools};
 use crate::render::Renderer;
-use crate::session::Session;
+use crate::system_prompt::{PromptParts, load_context_files};
 use crate::{ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, Workspace, coding_tools};
+
+/// The environment variables `pi` reads, for `--help`.
+const ENVIRONMENT_HELP: &str = "Environment variables:
+  OPENAI_API_KEY       OpenAI key (provider openai; also sent to an OpenAI-compatible server)
+  ANTHROPIC_API_KEY    Anthropic key (provider anthropic)
+  GEMINI_API_KEY       Google Gemini key (provider google; GOOGLE_API_KEY also works)
+  OPENAI_BASE_URL      an OpenAI-compatible server (Ollama, vLLM, llama.cpp, ...), like --base-url
+  PI_MODEL             the model, or provider/model, like --model
+  PI_PROVIDER          the provider, like --provider
+  PI_SESSION_DIR       where sessions are saved (default ~/.pi-rs/sessions/<working directory>)
+  PI_CODING_AGENT_DIR  pi's agent directory (default ~/.pi/agent): its AGENTS.md, its sessions
+  HOME                 where ~/.pi-rs, ~/.pi/agent and ~/.pi/agent/mcp.json are
+
+Without --provider the first configured wins: OPENAI_BASE_URL, OPENAI_API_KEY,
+ANTHROPIC_API_KEY, GEMINI_API_KEY/GOOGLE_API_KEY.";
+
+/// Whether tools are sent with OpenAI's `strict: true`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strict {
+    /// Send `strict: true` where a tool's schema qualifies.
+    On,
+    /// Never send `strict`.
+    Off,
+}
 
 /// `pi`: a coding agent in your terminal. It reads, edits, writes and runs code in the working
 /// directory with the model you choose.
 #[derive(Debug, Parser)]
-#[command(name = "pi", version, about, long_about = None)]
+#[command(name = "pi", version, about, long_about = None, after_help = ENVIRONMENT_HELP)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
-    /// Run one prompt, print the answer and exit (without it: an interactive session)
-    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
-    pub prompt: Option<String>,
+    /// Prompts to send, one after another (`pi "fix the test"`); then the session goes on
+    /// interactively, or, with --print, pi exits
+    #[arg(value_name = "PROMPT")]
+    pub messages: Vec<String>,
+    /// Print mode: send the prompts, print the answer and exit
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
     /// Provider: openai, anthropic, google or openai-compatible (default: the first configured
     /// in the environment)
     #[arg(long, env = "PI_PROVIDER")]
@@ -36,6 +68,13 @@ pub struct Args {
     /// Base URL of an OpenAI-compatible server (Ollama, vLLM, ...); implies that provider
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// API key (default: the provider's environment variable)
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Send tools with OpenAI's `strict: true` (default: on for OpenAI, off for compatible
+    /// servers, many of which reject or ignore it)
+    #[arg(long, value_name = "ON|OFF")]
+    pub strict: Option<Strict>,
     /// Run bash commands without asking for approval
     #[arg(short = 'y', long)]
     pub yes: bool,
@@ -45,21 +84,36 @@ pub struct Args {
     /// Confine read, edit, write, grep, find and ls to the working directory
     #[arg(long)]
     pub confine: bool,
-    /// Tools to offer, comma-separated (default: read,bash,edit,write; `all` for all seven)
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    /// Tools to offer, comma-separated, in this order (default: read,bash,edit,write; `all` for
+    /// all seven)
+    #[arg(short = 't', long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Option<Vec<String>>,
-    /// Save the session to this JSONL file, resuming it if it exists
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["resume", "no_session"])]
+    /// Save the session to this JSONL file, resuming it if it exists (a pi session file is
+    /// read and continued in a new file)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["resume", "continue_session", "no_session"])]
     pub session: Option<PathBuf>,
-    /// Resume the most recent session of the working directory
+    /// Continue the most recent session of the working directory (ours or pi's)
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "no_session"])]
+    pub continue_session: bool,
+    /// Pick a recent session of the working directory to resume (ours or pi's)
     #[arg(short = 'r', long, conflicts_with = "no_session")]
     pub resume: bool,
+    /// Directory for saving and finding sessions (default: $PI_SESSION_DIR, else
+    /// `~/.pi-rs/sessions/<working directory>`, and pi's own sessions are found too)
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
     /// Do not save the session
     #[arg(long)]
     pub no_session: bool,
-    /// Replace the system prompt
+    /// Replace the system prompt (context files, date and working directory are still added)
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
+    /// Append text, or a file's contents, to the system prompt (repeatable)
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Vec<String>,
+    /// Do not load AGENTS.md / CLAUDE.md files
+    #[arg(long)]
+    pub no_context_files: bool,
     /// Use an MCP server's tools, named NAME__tool: a stdio command line, or an http(s):// URL
     /// (repeatable)
     #[arg(long = "mcp", value_name = "NAME=COMMAND")]
@@ -127,28 +181,29 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         crate::mcp_serve::serve(serve).await?;
         return Ok(ExitCode::SUCCESS);
     }
+    if args.print && args.messages.is_empty() {
+        return Err("pi: --print needs a prompt: pi -p \"fix the failing test\"".into());
+    }
     let cwd = working_dir(args.cwd.as_deref())?;
-    let model = select_model(&args)?;
+    let builtin_names = tool_names(args.tools.as_deref())?;
+    let chosen = model_choice::select_model(&args)?;
+    let model = chosen.model;
     let workspace = Workspace::new(&cwd)
         .confined(args.confine)
         .with_images_supported(model.accepts_images());
-    let all = coding_tools(workspace);
-    let names: Vec<String> = match &args.tools {
-        Some(names) if names.iter().any(|n| n == "all") => {
-            ALL_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect()
-        }
-        Some(names) => names
-            .iter()
-            .map(|n| n.trim().to_owned())
-            .filter(|n| !n.is_empty())
-            .collect(),
-        None => DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect(),
-    };
-    let builtins = all
-        .subset(&names)
+    let builtins = coding_tools(workspace)
+        .subset(&builtin_names)
         .map_err(|err| format!("pi: --tools: {err}"))?;
 
     let input: Input = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
+    let session = match session_choice::choose(&args, &cwd, &input).await? {
+        session_choice::Choice::Cancelled => {
+            eprintln!("No session selected.");
+            return Ok(ExitCode::SUCCESS);
+        }
+        session_choice::Choice::None => None,
+        session_choice::Choice::Open(resumed) => Some(resumed),
+    };
     let mut tools = Tools::start(&args, &cwd, builtins, &input).await?;
     let approval = if args.yes {
         Approval::Always
@@ -157,31 +212,116 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     } else {
         Approval::Never("Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.".into())
     };
-    let mut agent =
-        CodingAgent::new(Arc::clone(&model), tools.registry(), &cwd).with_approval(approval);
-    if let Some(prompt) = &args.system_prompt {
-        agent = agent.with_system_prompt(prompt.clone());
-    }
-    if let Some(path) = session_path(&args, &cwd)? {
-        let (session, earlier) =
-            Session::open_or_create(&path, &cwd).map_err(|err| format!("pi: session: {err}"))?;
-        if !earlier.is_empty() {
-            eprintln!("Resumed {} ({} messages)", path.display(), earlier.len());
+    let mut agent = CodingAgent::new(Arc::clone(&model), tools.registry(), &cwd)
+        .with_approval(approval)
+        .with_tool_order(builtin_names.iter().cloned());
+    let prompt = system_prompt(&args, &cwd, &agent)?;
+    agent = agent.with_system_prompt(prompt);
+    if let Some(resumed) = session {
+        let count = resumed.messages.len();
+        match &resumed.imported_from {
+            Some(pi_file) => eprintln!(
+                "Resumed pi session {} ({count} messages); continuing in {}",
+                pi_file.display(),
+                resumed.session.path().display()
+            ),
+            None if count > 0 => eprintln!(
+                "Resumed {} ({count} messages)",
+                resumed.session.path().display()
+            ),
+            None => {}
         }
-        agent = agent.with_session(session, earlier);
+        agent = agent.with_session(resumed.session, resumed.messages);
     }
-    agent = agent.with_stream_options(StreamOptions::default());
+    let mut options = StreamOptions::default();
+    options.api_key.clone_from(&args.api_key);
+    agent = agent.with_stream_options(options);
+    if let Some(server) = &chosen.server {
+        model_choice::warn_if_unreachable(server).await;
+    }
 
     // One listener for the whole process: a press is never lost between two waits for it.
     let mut interrupts = signal(SignalKind::interrupt())
         .map_err(|err| format!("pi: cannot listen for Ctrl-C: {err}"))?;
-    match &args.prompt {
-        Some(prompt) => {
+    if args.print {
+        let mut code = ExitCode::SUCCESS;
+        for prompt in &args.messages {
             let outcome = run_turn(&mut agent, prompt, &mut interrupts).await;
-            Ok(exit_code(&outcome))
+            code = exit_code(&outcome);
+            if outcome.stop_reason == StopReason::Error
+                || outcome.stop_reason == StopReason::Aborted
+            {
+                break;
+            }
         }
-        None => interactive(&mut agent, &mut tools, &input, &mut interrupts).await,
+        return Ok(code);
     }
+    interactive(
+        &mut agent,
+        &mut tools,
+        &args.messages,
+        &input,
+        &mut interrupts,
+    )
+    .await
+}
+
+/// The built-in tools `--tools` names, in its order (pi's default set without it); an unknown
+/// name is an error that lists the valid ones.
+fn tool_names(requested: Option<&[String]>) -> Result<Vec<String>, String> {
+    let Some(requested) = requested else {
+        return Ok(DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect());
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in requested.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if name == "all" {
+            names.extend(ALL_TOOL_NAMES.iter().map(|n| (*n).to_owned()));
+        } else if ALL_TOOL_NAMES.contains(&name) {
+            names.push(name.to_owned());
+        } else {
+            return Err(format!(
+                "pi: --tools: there is no tool \"{name}\"; the tools are {} (or all)",
+                ALL_TOOL_NAMES.join(", ")
+            ));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    Ok(names)
+}
+
+/// pi's system prompt: `--system-prompt` or pi's own, `--append-system-prompt` (a path to a
+/// file is replaced by its contents, as in pi), the context files unless
+/// `--no-context-files`, the date and the working directory.
+fn system_prompt(args: &Args, cwd: &Path, agent: &CodingAgent) -> Result<String, String> {
+    let mut append = Vec::new();
+    for text in &args.append_system_prompt {
+        let path = cwd.join(text);
+        append.push(if !text.contains('\n') && path.is_file() {
+            std::fs::read_to_string(&path)
+                .map_err(|err| format!("pi: --append-system-prompt {}: {err}", path.display()))?
+        } else {
+            text.clone()
+        });
+    }
+    let context_files = if args.no_context_files {
+        Vec::new()
+    } else {
+        load_context_files(&crate::session::pi_agent_dir(), cwd, |warning| {
+            eprintln!("Warning: {warning}");
+        })
+    };
+    let parts = PromptParts {
+        custom: args.system_prompt.clone(),
+        append,
+        context_files,
+        date: None,
+    };
+    Ok(crate::system_prompt::build(
+        &agent.tool_names(),
+        cwd,
+        &parts,
+    ))
 }
 
 /// The built-in tools plus the tools of the MCP servers `pi` connected to.
@@ -196,7 +336,7 @@ impl Tools {
     /// a question on the terminal.
     async fn start(
         args: &Args,
-        cwd: &std::path::Path,
+        cwd: &Path,
         builtins: ToolRegistry,
         input: &Input,
     ) -> Result<Tools, String> {
@@ -256,7 +396,7 @@ impl Tools {
 }
 
 /// `--cwd` (or the current directory), canonical, and checked to be a directory.
-pub(crate) fn working_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, String> {
+pub(crate) fn working_dir(dir: Option<&Path>) -> Result<PathBuf, String> {
     let cwd = match dir {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir()
@@ -268,24 +408,6 @@ pub(crate) fn working_dir(dir: Option<&std::path::Path>) -> Result<PathBuf, Stri
         return Err(format!("pi: {} is not a directory", cwd.display()));
     }
     Ok(cwd)
-}
-
-/// Where the session is saved: `--session`, the latest one for `--resume`, a new file in the
-/// default directory, or nowhere with `--no-session`.
-fn session_path(args: &Args, cwd: &std::path::Path) -> Result<Option<PathBuf>, String> {
-    if args.no_session {
-        return Ok(None);
-    }
-    if let Some(path) = &args.session {
-        return Ok(Some(path.clone()));
-    }
-    let dir = Session::default_dir(cwd);
-    if args.resume {
-        return Session::latest_in(&dir)
-            .map(Some)
-            .ok_or_else(|| format!("pi: --resume: no session to resume in {}", dir.display()));
-    }
-    Ok(Some(Session::new_path(&dir)))
 }
 
 /// One prompt with Ctrl-C aborting it: the first press aborts the turn (the session goes on), a
@@ -315,6 +437,7 @@ async fn run_turn(agent: &mut CodingAgent, prompt: &str, interrupts: &mut Signal
 async fn interactive(
     agent: &mut CodingAgent,
     tools: &mut Tools,
+    initial: &[String],
     input: &Input,
     interrupts: &mut Signal,
 ) -> Result<ExitCode, String> {
@@ -327,6 +450,11 @@ async fn interactive(
     );
     if let Some(session) = agent.session() {
         eprintln!("Session: {}", session.path().display());
+    }
+    for prompt in initial {
+        eprintln!("\n> {prompt}");
+        tools.refresh(agent);
+        run_turn(agent, prompt, interrupts).await;
     }
     loop {
         eprint!("\n> ");
@@ -374,7 +502,8 @@ fn terminal_approver(input: Input) -> crate::agent::Approver {
                 return true;
             }
             let mut lines = input.lock().await;
-            eprint!("  Run `{}`? [y]es / [N]o / [a]lways: ", request.command);
+            // The call's header (`● bash $ command`) is on the line above.
+            eprint!("  Run this command? [y]es / [N]o / [a]lways: ");
             let _ = std::io::stderr().flush();
             let answer = tokio::select! {
                 line = lines.next_line() => match line {
@@ -408,89 +537,6 @@ fn parse_answer(line: &str) -> Answer {
     }
 }
 
-/// The model from the flags and the environment, or the message saying what to set.
-fn select_model(args: &Args) -> Result<Arc<dyn Model>, String> {
-    use pi_runtime::providers::Selection;
-
-    let provider = if args.base_url.is_some() {
-        Some("openai-compatible".to_owned())
-    } else {
-        args.provider.clone()
-    };
-    if let Some(provider) = &provider
-        && !PROVIDERS.contains(&provider.as_str())
-    {
-        return Err(format!(
-            "pi: unknown provider \"{provider}\": use one of {}.",
-            PROVIDERS.join(", ")
-        ));
-    }
-    let model_override = match (&provider, &args.model) {
-        (Some(provider), Some(model)) if !model.contains('/') => {
-            Some(format!("{provider}/{model}"))
-        }
-        (_, Some(model)) => Some(model.clone()),
-        (_, None) => None,
-    };
-    let base_url = args.base_url.clone();
-    let lookup = |name: &str| -> Option<String> {
-        if name == "OPENAI_BASE_URL"
-            && let Some(url) = &base_url
-        {
-            return Some(url.clone());
-        }
-        // With --provider and no model, only that provider's variables count, so the choice
-        // cannot fall to another configured provider.
-        if let (Some(provider), None) = (&provider, &model_override)
-            && !provider_variable(provider, name)
-        {
-            return None;
-        }
-        std::env::var(name).ok()
-    };
-    let selection = Selection::resolve(model_override.as_deref(), lookup).map_err(|err| {
-        let message = err.to_string();
-        match (&provider, &model_override) {
-            // Only that provider's variables were looked at: say which one is missing.
-            (Some(provider), None) => {
-                let help = message
-                    .split_once('\n')
-                    .map_or(message.as_str(), |(_, help)| help);
-                format!(
-                    "--provider {provider} needs {}, which is not set.\n{help}",
-                    provider_keys(provider)
-                )
-            }
-            _ => message,
-        }
-    })?;
-    Ok(Arc::from(selection.into_model()))
-}
-
-/// The providers `--provider` accepts.
-const PROVIDERS: [&str; 4] = ["openai", "anthropic", "google", "openai-compatible"];
-
-/// The variable(s) that configure `provider`, for messages.
-fn provider_keys(provider: &str) -> &'static str {
-    match provider {
-        "openai" => "OPENAI_API_KEY",
-        "anthropic" => "ANTHROPIC_API_KEY",
-        "google" => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
-        _ => "OPENAI_BASE_URL (or --base-url) and a model (--model or PI_MODEL)",
-    }
-}
-
-/// Whether the environment variable `name` configures `provider`.
-fn provider_variable(provider: &str, name: &str) -> bool {
-    match provider {
-        "openai" => name == "OPENAI_API_KEY",
-        "anthropic" => name == "ANTHROPIC_API_KEY",
-        "google" => name == "GEMINI_API_KEY" || name == "GOOGLE_API_KEY",
-        "openai-compatible" => name == "OPENAI_BASE_URL" || name == "OPENAI_API_KEY",
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,10 +554,30 @@ mod tests {
         let args =
             Args::try_parse_from(["pi", "-p", "hi", "--tools", "read,ls", "--confine", "-y"])
                 .unwrap();
-        assert_eq!(args.prompt.as_deref(), Some("hi"));
+        assert!(args.print);
+        assert_eq!(args.messages, ["hi"]);
         assert_eq!(args.tools, Some(vec!["read".to_owned(), "ls".to_owned()]));
         assert!(args.confine && args.yes);
         assert!(Args::try_parse_from(["pi", "--session", "s.jsonl", "--no-session"]).is_err());
+        assert!(Args::try_parse_from(["pi", "-c", "-r"]).is_err());
+        let args = Args::try_parse_from(["pi", "fix the test", "then run it", "-c"]).unwrap();
+        assert_eq!(args.messages, ["fix the test", "then run it"]);
+        assert!(args.continue_session && !args.print);
+        let args = Args::try_parse_from(["pi", "mcp", "serve"]).unwrap();
+        assert!(args.command.is_some() && args.messages.is_empty());
+    }
+
+    #[test]
+    fn unknown_tools_list_the_valid_names() {
+        let err = tool_names(Some(&["read".to_owned(), "blah".to_owned()])).unwrap_err();
+        assert_eq!(
+            err,
+            "pi: --tools: there is no tool \"blah\"; the tools are read, bash, edit, write, grep, find, ls (or all)"
+        );
+        assert_eq!(
+            tool_names(Some(&["ls".to_owned(), "read".to_owned(), "ls".to_owned()])).unwrap(),
+            ["ls", "read"]
+        );
     }
 
     #[test]

@@ -5,8 +5,10 @@ pub mod cli;
 mod fs_error;
 pub mod mcp;
 mod mcp_serve;
+mod pi_session;
 pub mod render;
 pub mod session;
+pub mod system_prompt;
 pub mod tools;
 pub mod truncate;
 mod workspace;
@@ -15,7 +17,9 @@ use pi_tool::ToolRegistry;
 
 pub use agent::{Approval, ApprovalRequest, Approver, CodingAgent, PromptOutcome};
 pub use render::Renderer;
-pub use session::{Session, SessionError};
+pub use session::{
+    FORMAT_VERSION, Resumed, SavedSession, Session, SessionError, SessionFormat, SessionSummary,
+};
 pub use tools::bash::{BashParams, BashTool, bash};
 pub use tools::edit::{EditParams, EditTool, Replacement, edit};
 pub use tools::find::{FindParams, FindTool, find};

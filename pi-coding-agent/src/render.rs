@@ -17,7 +17,17 @@ pub struct Renderer<'a> {
     out: &'a mut dyn Write,
     log: &'a mut dyn Write,
     streamed_text: bool,
+    /// Each running call's streamed text so far, by call id.
     shown: HashMap<String, String>,
+    /// Each running call's label (`bash $ cargo test`), by call id.
+    labels: HashMap<String, String>,
+    /// The call whose header or output was written last: when another call's output follows,
+    /// its header is repeated so every line can be told apart.
+    last_call: Option<String>,
+    /// Whether the log is at the start of a line.
+    log_at_line_start: bool,
+    /// Time to leave out of a call's duration (waiting for the user's approval), by call id.
+    discounts: HashMap<String, u64>,
 }
 
 impl std::fmt::Debug for Renderer<'_> {
@@ -36,12 +46,49 @@ impl<'a> Renderer<'a> {
             log,
             streamed_text: false,
             shown: HashMap::new(),
+            labels: HashMap::new(),
+            last_call: None,
+            log_at_line_start: true,
+            discounts: HashMap::new(),
         }
+    }
+
+    /// Leaves `ms` (time the call spent waiting for the user) out of the duration shown when
+    /// the call ends, so the duration times only the tool.
+    pub fn discount_wait(&mut self, call_id: &str, ms: u64) {
+        if ms > 0 {
+            self.discounts.insert(call_id.to_owned(), ms);
+        }
+    }
+
+    /// Writes to the log, remembering whether it ends a line.
+    fn log_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let _ = self.log.write_all(text.as_bytes());
+        self.log_at_line_start = text.ends_with('\n');
+    }
+
+    /// Starts a new line on the log unless it is at one.
+    fn log_line_start(&mut self) {
+        if !self.log_at_line_start {
+            self.log_text("\n");
+        }
+    }
+
+    /// The call's header line: `● bash $ cargo test`.
+    fn header(&mut self, id: &str) {
+        self.log_line_start();
+        let label = self.labels.get(id).cloned().unwrap_or_default();
+        self.log_text(&format!("● {label}\n"));
+        self.last_call = Some(id.to_owned());
     }
 
     /// Prints a warning to the log.
     pub fn warn(&mut self, text: &str) {
-        let _ = writeln!(self.log, "warning: {text}");
+        self.log_line_start();
+        self.log_text(&format!("warning: {text}\n"));
     }
 
     /// Renders one event. Write errors (a closed pipe) are ignored: showing the run must never
@@ -60,12 +107,14 @@ impl<'a> Renderer<'a> {
             }
             AgentEvent::MessageEnd { message } => self.message_end(message),
             AgentEvent::ToolExecutionStart { call } => {
-                let _ = writeln!(
-                    self.log,
-                    "● {} {}",
+                let label = format!(
+                    "{} {}",
                     call.name(),
                     summarize_args(call.name(), call.arguments())
                 );
+                self.labels
+                    .insert(call.id().to_owned(), label.trim_end().to_owned());
+                self.header(call.id());
                 let _ = self.log.flush();
             }
             AgentEvent::ToolExecutionUpdate {
@@ -73,15 +122,18 @@ impl<'a> Renderer<'a> {
                 partial_result,
             } => {
                 let text = partial_result.text_content();
-                let shown = self.shown.entry(call.id().to_owned()).or_default();
-                if let Some(new) = text.strip_prefix(shown.as_str()) {
+                let shown = self.shown.remove(call.id()).unwrap_or_default();
+                if let Some(new) = text.strip_prefix(shown.as_str())
+                    && !new.is_empty()
+                {
+                    if self.last_call.as_deref() != Some(call.id()) {
+                        self.header(call.id());
+                    }
                     let at_line_start = shown.is_empty() || shown.ends_with('\n');
-                    let _ = self
-                        .log
-                        .write_all(indent_from(new, at_line_start).as_bytes());
+                    self.log_text(&indent_from(new, at_line_start));
                     let _ = self.log.flush();
                 }
-                *shown = text;
+                self.shown.insert(call.id().to_owned(), text);
             }
             AgentEvent::ToolExecutionEnd {
                 call,
@@ -91,19 +143,38 @@ impl<'a> Renderer<'a> {
                 ..
             } => {
                 let streamed = self.shown.remove(call.id()).is_some_and(|s| !s.is_empty());
+                let duration_ms =
+                    duration_ms.saturating_sub(self.discounts.remove(call.id()).unwrap_or(0));
+                let label = self
+                    .labels
+                    .remove(call.id())
+                    .unwrap_or_else(|| call.name().to_owned());
                 let text = result
                     .as_tool_result()
                     .map(|r| r.text())
                     .unwrap_or_default();
+                // A preview comes before the `✓` line that names the call: after another call's
+                // lines, it needs the header.
+                let previews_first = !*is_error && !streamed;
+                if previews_first
+                    && !text.is_empty()
+                    && self.last_call.as_deref() != Some(call.id())
+                {
+                    self.labels.insert(call.id().to_owned(), label.clone());
+                    self.header(call.id());
+                    self.labels.remove(call.id());
+                }
+                self.log_line_start();
                 if *is_error {
-                    let _ = writeln!(self.log, "  ✗ {} failed ({duration_ms} ms):", call.name());
-                    let _ = write!(self.log, "{}", preview(&text));
+                    self.log_text(&format!("  ✗ {label} failed ({duration_ms} ms):\n"));
+                    self.log_text(&preview(&text));
                 } else {
                     if !streamed {
-                        let _ = write!(self.log, "{}", preview(&text));
+                        self.log_text(&preview(&text));
                     }
-                    let _ = writeln!(self.log, "  ✓ {} ({duration_ms} ms)", call.name());
+                    self.log_text(&format!("  ✓ {label} ({duration_ms} ms)\n"));
                 }
+                self.last_call = None;
                 let _ = self.log.flush();
             }
             _ => {}
@@ -128,10 +199,12 @@ impl<'a> Renderer<'a> {
                     .error_message
                     .as_deref()
                     .unwrap_or("the model request failed");
-                let _ = writeln!(self.log, "error: {error}");
+                self.log_line_start();
+                self.log_text(&format!("error: {error}\n"));
             }
             StopReason::Aborted => {
-                let _ = writeln!(self.log, "(aborted)");
+                self.log_line_start();
+                self.log_text("(aborted)\n");
             }
             _ => {}
         }
@@ -201,7 +274,57 @@ fn indent_from(text: &str, mut at_line_start: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use pi_runtime::{AssistantContent, AssistantMessage, ToolCallRef};
+    use pi_tool::ToolResult;
+
     use super::*;
+
+    /// Two parallel `bash` calls whose output interleaves and which end in the other order.
+    #[test]
+    fn parallel_calls_are_told_apart_and_the_approval_wait_is_left_out() {
+        let assistant = Arc::new(Message::Assistant(AssistantMessage::new(
+            vec![
+                AssistantContent::tool_call("c1", "bash", serde_json::json!({"command": "make a"})),
+                AssistantContent::tool_call("c2", "read", serde_json::json!({"path": "b.txt"})),
+            ],
+            StopReason::ToolUse,
+        )));
+        let call = |i| ToolCallRef::new(Arc::clone(&assistant), i).unwrap();
+        let update = |i, text: &str| AgentEvent::ToolExecutionUpdate {
+            call: call(i),
+            partial_result: Box::new(ToolResult::text(text)),
+        };
+        let end = |i, id: &str, name: &str, text: &str, ms| {
+            AgentEvent::ToolExecutionEnd {
+            call: call(i),
+            result: Arc::new(
+                serde_json::from_value(serde_json::json!({"role": "toolResult",
+                    "toolCallId": id, "toolName": name, "content": [{"type": "text", "text": text}]}))
+                .unwrap(),
+            ),
+            is_error: false,
+            terminate: false,
+            usage: None,
+            duration_ms: ms,
+        }
+        };
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let mut renderer = Renderer::new(&mut out, &mut log);
+        renderer.event(&AgentEvent::ToolExecutionStart { call: call(0) });
+        renderer.event(&AgentEvent::ToolExecutionStart { call: call(1) });
+        renderer.event(&update(0, "a1\n"));
+        renderer.event(&end(1, "c2", "read", "b", 3));
+        renderer.event(&update(0, "a1\na2"));
+        renderer.discount_wait("c1", 2000);
+        renderer.event(&end(0, "c1", "bash", "a1\na2", 2050));
+        drop(renderer);
+        assert_eq!(
+            String::from_utf8(log).unwrap(),
+            "● bash $ make a\n● read b.txt\n● bash $ make a\n  a1\n● read b.txt\n  b\n  ✓ read b.txt (3 ms)\n● bash $ make a\n  a2\n  ✓ bash $ make a (50 ms)\n"
+        );
+    }
 
     #[test]
     fn summaries_and_previews() {

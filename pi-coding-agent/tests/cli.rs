@@ -2,6 +2,9 @@
 
 use std::process::{Command, Stdio};
 
+mod support;
+use support::{FakeServer, Script, fake_openai};
+
 /// `pi` with every provider variable removed from its environment.
 fn pi_without_keys() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
@@ -107,77 +110,6 @@ fn a_missing_working_directory_is_an_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("working directory"));
 }
 
-/// A local OpenAI-compatible server: the first request of a turn gets a `bash` call running
-/// `command`, a request answering a tool result gets `Saw: <the tool's output>`.
-fn fake_openai(command: &'static str) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
-
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let address = format!("http://{}/v1", listener.local_addr().expect("address"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            if reader.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let last = request["messages"]
-                .as_array()
-                .and_then(|m| m.last())
-                .cloned()
-                .unwrap_or_default();
-            let chunk = |delta: serde_json::Value, finish: Option<&str>| {
-                let event = serde_json::json!({"id": "r1", "object": "chat.completion.chunk", "model": "fake",
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-                format!("data: {event}\n\n")
-            };
-            let mut events = String::new();
-            if last["role"] == "tool" {
-                let output = match &last["content"] {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect(),
-                };
-                events += &chunk(
-                    serde_json::json!({"role": "assistant", "content": format!("Saw: {output}")}),
-                    None,
-                );
-                events += &chunk(serde_json::json!({}), Some("stop"));
-            } else {
-                let call = serde_json::json!({"index": 0, "id": "call_1", "type": "function",
-                    "function": {"name": "bash", "arguments": serde_json::json!({"command": command}).to_string()}});
-                events += &chunk(
-                    serde_json::json!({"role": "assistant", "tool_calls": [call]}),
-                    None,
-                );
-                events += &chunk(serde_json::json!({}), Some("tool_calls"));
-            }
-            events += "data: [DONE]\n\n";
-            let head =
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(events.as_bytes());
-        }
-    });
-    address
-}
-
 #[test]
 fn one_shot_runs_a_tool_against_a_local_server_and_shows_it() {
     let server = fake_openai("echo one; echo two");
@@ -201,7 +133,8 @@ fn one_shot_runs_a_tool_against_a_local_server_and_shows_it() {
     assert!(output.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "Saw: one\ntwo\n");
     assert!(
-        stderr.contains("● bash $ echo one; echo two\n  one\n  two\n  ✓ bash ("),
+        stderr
+            .contains("● bash $ echo one; echo two\n  one\n  two\n  ✓ bash $ echo one; echo two ("),
         "{stderr}"
     );
 }
@@ -275,7 +208,9 @@ fn ctrl_c_aborts_the_running_command_and_exits_130_in_one_shot_mode() {
     // (`Operation aborted`); either way the command's process group is killed.
     let aborted = seen.contains("Command aborted") || seen.contains("Operation aborted");
     assert!(
-        aborted && seen.contains("✗ bash failed") && seen.contains("(aborted)"),
+        aborted
+            && seen.contains("✗ bash $ echo sta'rted'; sleep 30 failed (")
+            && seen.contains("(aborted)"),
         "{seen}"
     );
 }
@@ -405,7 +340,7 @@ fn sessions_are_saved_per_directory_and_resumed() {
     // Header, user, assistant (tool call), tool result, assistant (answer).
     assert_eq!(saved.lines().count(), 5, "{saved}");
 
-    let resumed = run(&["--resume"]);
+    let resumed = run(&["--continue"]);
     let stderr = String::from_utf8_lossy(&resumed.stderr);
     assert!(
         stderr.starts_with(&format!("Resumed {} (4 messages)", files[0].display())),
@@ -465,4 +400,362 @@ fn project_mcp_servers_start_only_with_consent_and_a_failing_server_is_left_out(
         "{stderr}"
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout), "Saw: ok\n");
+}
+
+/// `pi` against `server` with `--yes`, in `dir`, with `HOME` and pi's agent directory in `home`.
+fn pi_at(server: &str, dir: &std::path::Path, home: &std::path::Path) -> Command {
+    let mut command = pi_without_keys();
+    command
+        .env("HOME", home)
+        .env("PI_CODING_AGENT_DIR", home.join("agent"))
+        .env_remove("PI_SESSION_DIR")
+        .args(["--base-url", server, "--model", "fake", "--yes", "--cwd"])
+        .arg(dir);
+    command
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_pi_flags_and_the_environment_variables() {
+    let output = pi_without_keys().arg("--help").output().expect("run pi");
+    let help = text(&output.stdout);
+    for needle in [
+        "[PROMPT]...",
+        "--continue",
+        "--resume",
+        "--api-key",
+        "--session-dir",
+        "--strict",
+        "--append-system-prompt",
+        "--no-context-files",
+        "Environment variables:",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENAI_BASE_URL",
+        "PI_MODEL",
+        "PI_SESSION_DIR",
+        "PI_CODING_AGENT_DIR",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn a_positional_prompt_runs_first_and_print_mode_exits_after_it() {
+    let server = FakeServer::start(Script::new(&["echo positional"]));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Interactive: the prompt runs, then input ends (stdin is empty) and pi exits normally.
+    let output = pi_at(&server.address, dir.path(), home.path())
+        .args(["--no-session", "fix the test"])
+        .output()
+        .expect("run pi");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "Saw: positional\n");
+    assert!(text(&output.stderr).contains("> fix the test\n"));
+    // Print mode, pi's way: `-p` is a switch and the prompts are positional.
+    let output = pi_at(&server.address, dir.path(), home.path())
+        .args(["--no-session", "first", "-p", "second"])
+        .output()
+        .expect("run pi");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "Saw: positional\nSaw: positional\n");
+    let users: Vec<String> = server
+        .seen()
+        .iter()
+        .filter_map(|s| {
+            let messages = s.body["messages"].as_array()?;
+            let last = messages.last()?;
+            (last["role"] == "user").then(|| last["content"].to_string())
+        })
+        .collect();
+    assert_eq!(users.len(), 3, "{users:?}");
+    assert!(
+        users[1].contains("first") && users[2].contains("second"),
+        "{users:?}"
+    );
+}
+
+#[test]
+fn every_request_names_pi_and_a_compatible_server_gets_strict_only_when_asked() {
+    let server = FakeServer::start(Script::new(&["true"]));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for strict in [None, Some("on"), Some("off")] {
+        let mut command = pi_at(&server.address, dir.path(), home.path());
+        command.args(["--no-session", "--api-key", "sk-from-flag", "-p", "go"]);
+        if let Some(strict) = strict {
+            command.args(["--strict", strict]);
+        }
+        let output = command.output().expect("run pi");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let seen = server.seen();
+    assert_eq!(seen.len(), 6);
+    for request in &seen {
+        let agent = request.header("user-agent").unwrap_or_default();
+        assert!(agent.starts_with("pi-tool/"), "{agent}");
+        assert_eq!(request.header("authorization"), Some("Bearer sk-from-flag"));
+    }
+    let strict = |i: usize| seen[i].body["tools"][0]["function"].get("strict").cloned();
+    assert_eq!(
+        strict(0),
+        None,
+        "a compatible server gets no strict by default"
+    );
+    assert_eq!(strict(2), Some(serde_json::json!(true)));
+    assert_eq!(strict(4), None);
+}
+
+#[test]
+fn the_system_prompt_is_pi_s_with_context_files_and_tools_in_pi_order() {
+    let server = FakeServer::start(Script::new(&["true"]));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("agent")).unwrap();
+    std::fs::write(home.path().join("agent/AGENTS.md"), "Global rule.").unwrap();
+    std::fs::write(dir.path().join("CLAUDE.md"), "Project rule.").unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let output = pi_at(&server.address, dir.path(), home.path())
+        .args(["--no-session", "--tools", "ls,read,bash", "-p", "go"])
+        .output()
+        .expect("run pi");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let body = &server.seen()[0].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    let global = format!(
+        "## {}\n\nGlobal rule.\n\n",
+        home.path().join("agent/AGENTS.md").display()
+    );
+    let project = format!(
+        "## {}\n\nProject rule.\n\n",
+        cwd.join("CLAUDE.md").display()
+    );
+    let (at_global, at_project) = (system.find(&global), system.find(&project));
+    assert!(at_global.is_some() && at_project > at_global, "{system}");
+    assert!(
+        system.contains(
+            "Available tools:\n- ls: List directory contents\n- read: Read file contents\n- bash: "
+        ),
+        "{system}"
+    );
+    assert!(system.contains("\nCurrent date: 20"), "{system}");
+    assert!(
+        system.ends_with(&format!("\nCurrent working directory: {}", cwd.display())),
+        "{system}"
+    );
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["ls", "read", "bash"]);
+
+    // --no-context-files leaves them out.
+    let output = pi_at(&server.address, dir.path(), home.path())
+        .args(["--no-session", "--no-context-files", "-p", "go"])
+        .output()
+        .expect("run pi");
+    assert!(output.status.success());
+    let last = server.seen().into_iter().rev().nth(1).unwrap();
+    let system = last.body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!system.contains("# Project Context"), "{system}");
+}
+
+#[test]
+fn unknown_tools_and_a_missing_model_say_only_what_is_wrong() {
+    let output = pi_without_keys()
+        .args([
+            "--tools",
+            "read,blah",
+            "-p",
+            "x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ])
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    assert_eq!(
+        text(&output.stderr),
+        "pi: --tools: there is no tool \"blah\"; the tools are read, bash, edit, write, grep, find, ls (or all)\n"
+    );
+    let output = pi_without_keys()
+        .args(["-p", "x", "--base-url", "http://127.0.0.1:9/v1"])
+        .output()
+        .expect("run pi");
+    assert!(!output.status.success());
+    assert_eq!(
+        text(&output.stderr),
+        "pi: no model named for the server at http://127.0.0.1:9/v1: pass --model <id> (a model the server has, e.g. --model llama3.2), or set PI_MODEL.\n"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_reported_before_the_retries() {
+    use std::io::{BufRead, BufReader};
+
+    // A port nothing listens on: bind one, then close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = pi_without_keys()
+        .args([
+            "--no-session",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+            "-p",
+            "x",
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pi");
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The first thing said, while the request is still being retried.
+    let still_running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        first.starts_with(&format!(
+            "pi: cannot reach the server at {url} (127.0.0.1:{port}: "
+        )),
+        "{first}"
+    );
+    assert!(first.contains("Is it running?"), "{first}");
+    assert!(still_running, "pi should still be retrying: {first}");
+}
+
+#[test]
+fn sessions_go_to_session_dir_and_continue_and_the_picker_resumes_one() {
+    let server = FakeServer::start(Script::new(&["echo saved"]));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = pi_at(&server.address, dir.path(), home.path())
+            .arg("--session-dir")
+            .arg(sessions.path())
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run pi");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().expect("wait")
+    };
+    let first = run(&["-p", "first prompt"], "");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let files: Vec<_> = std::fs::read_dir(sessions.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1);
+    assert!(
+        !home.path().join(".pi-rs").exists(),
+        "nothing in the default directory"
+    );
+
+    let continued = run(&["-c", "-p", "again"], "");
+    let stderr = text(&continued.stderr);
+    assert!(
+        stderr.starts_with(&format!("Resumed {} (4 messages)", files[0].display())),
+        "{stderr}"
+    );
+
+    // -r lists the sessions, numbered; Enter picks none, a number resumes that one.
+    let none = run(&["-r", "-p", "x"], "\n");
+    let stderr = text(&none.stderr);
+    assert!(none.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("  1. ") && stderr.contains("8 messages  first prompt"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("No session selected.\n"), "{stderr}");
+    let picked = run(&["-r", "-p", "third"], "7\n1\n");
+    let stderr = text(&picked.stderr);
+    assert!(stderr.contains("Not a number from 1 to 1: 7"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("Resumed {} (8 messages)", files[0].display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files[0]).unwrap().lines().count(),
+        13
+    );
+}
+
+#[test]
+fn continue_finds_a_pi_session_of_the_directory_and_the_model_sees_it() {
+    let server = FakeServer::start(Script::new(&["true"]));
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    // pi's directory for this cwd: ~/.pi/agent/sessions/--<cwd, / as ->--/
+    let encoded = cwd
+        .display()
+        .to_string()
+        .trim_start_matches('/')
+        .replace('/', "-");
+    let pi_dir = home
+        .path()
+        .join("agent/sessions")
+        .join(format!("--{encoded}--"));
+    std::fs::create_dir_all(&pi_dir).unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sessions/pi-0.73.1/branched.jsonl");
+    let pi_file = pi_dir.join("2026-12-01T12-31-43-800Z_01a23196.jsonl");
+    std::fs::copy(&fixture, &pi_file).unwrap();
+    let output = pi_at(&server.address, dir.path(), home.path())
+        .args(["-c", "-p", "go on"])
+        .output()
+        .expect("run pi");
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "Resumed pi session {} (10 messages); continuing in ",
+            pi_file.display()
+        )),
+        "{stderr}"
+    );
+    let messages = server.seen()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // system + 10 resumed + the new prompt
+    assert_eq!(messages.len(), 12, "{messages:?}");
+    assert_eq!(messages[1]["content"], "Fix the failing test in src/lib.rs");
+    assert_eq!(
+        std::fs::read(&pi_file).unwrap(),
+        std::fs::read(&fixture).unwrap()
+    );
 }

@@ -69,8 +69,17 @@ async fn mcp_option_tools_join_the_built_in_ones() {
     ]));
     let mut agent =
         CodingAgent::new(model.clone(), tools, project.path()).with_approval(Approval::Always);
-    // The system prompt lists the MCP tools too.
-    assert!(agent.system_prompt().contains("everything__get-sum"));
+    // Offered after the built-ins; as in pi, the system prompt lists only the built-ins and
+    // says other tools may be there.
+    let offered = agent.tool_names();
+    assert_eq!(offered[..4], ["read", "bash", "edit", "write"]);
+    assert!(offered.contains(&"everything__get-sum"), "{offered:?}");
+    assert!(!agent.system_prompt().contains("everything__get-sum"));
+    assert!(
+        agent
+            .system_prompt()
+            .contains("you may have access to other custom tools")
+    );
     let (mut out, mut log) = (Vec::new(), Vec::new());
     let mut renderer = Renderer::new(&mut out, &mut log);
     let outcome = agent

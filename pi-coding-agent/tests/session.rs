@@ -122,13 +122,14 @@ async fn reads_edits_and_runs_a_file_then_resumes() {
     let log = String::from_utf8(log).unwrap();
     assert!(log.contains("● read greet.sh\n"), "{log}");
     assert!(
-        log.contains("● bash $ sh greet.sh\n  edited by pi\n  ✓ bash ("),
+        log.contains("● bash $ sh greet.sh\n  edited by pi\n  ✓ bash $ sh greet.sh ("),
         "{log}"
     );
 
-    // The model was offered pi's default tools and a system prompt naming the directory.
+    // The model was offered pi's default tools, in pi's order, and a system prompt naming the
+    // directory.
     let first = &model.requests()[0];
-    assert_eq!(first.tool_names(), ["bash", "edit", "read", "write"]);
+    assert_eq!(first.tool_names(), ["read", "bash", "edit", "write"]);
     assert!(first.system_prompt.ends_with(&format!(
         "Current working directory: {}",
         project.path().display()

@@ -52,7 +52,7 @@ pub use env::from_env;
 pub use env::{MissingKey, Selection, select_from_env};
 pub use google::GoogleGenerativeAi;
 #[cfg(feature = "http")]
-pub use http::ensure_crypto_provider;
+pub use http::{USER_AGENT, ensure_crypto_provider};
 pub use lowering::{CompatibilityReport, Lowered, SchemaMode, SchemaProblem, lower_schema};
 pub use openai_completions::{CompletionsCompat, OpenAiCompletions};
 pub use openai_responses::OpenAiResponses;

@@ -572,6 +572,54 @@ async fn the_per_request_key_and_headers_win() {
         (seen.header("x-team"), seen.header("x-request")),
         (Some("a"), Some("b"))
     );
+    assert_eq!(
+        seen.header("user-agent"),
+        Some(pi_runtime::providers::USER_AGENT)
+    );
+    assert!(pi_runtime::providers::USER_AGENT.starts_with("pi-tool/0."));
+}
+
+#[tokio::test]
+async fn a_user_agent_header_replaces_the_default() {
+    let server = Server::start(vec![Reply::stream(COMPLETIONS_TEXT, 64)]).await;
+    let model = OpenAiCompletions::new("m")
+        .base_url(&server.url)
+        .header("User-Agent", "my-app/2");
+    done(&run(&model, &StreamOptions::default()).await);
+    assert_eq!(server.seen()[0].header("user-agent"), Some("my-app/2"));
+}
+
+#[tokio::test]
+async fn a_compatible_server_gets_no_strict_field_unless_asked() {
+    let server = Server::start(vec![
+        Reply::stream(COMPLETIONS_TEXT, 64),
+        Reply::stream(COMPLETIONS_TEXT, 64),
+    ])
+    .await;
+    let specs = vec![pi_tool::AgentTool::spec(&GetWeatherTool).clone()];
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &specs,
+    };
+    let options = StreamOptions::default();
+    let default = OpenAiCompletions::new("m").base_url(&server.url);
+    done(&default.stream(context, &options).collect::<Vec<_>>().await);
+    let strict = OpenAiCompletions::new("m")
+        .base_url(&server.url)
+        .strict(true);
+    done(&strict.stream(context, &options).collect::<Vec<_>>().await);
+    let seen = server.seen();
+    let function = |i: usize| seen[i].body["tools"][0]["function"].clone();
+    assert!(function(0).get("strict").is_none(), "{}", function(0));
+    assert_eq!(function(1)["strict"], true, "{}", function(1));
+    for request in &seen {
+        assert_eq!(
+            request.header("user-agent"),
+            Some(pi_runtime::providers::USER_AGENT)
+        );
+    }
 }
 
 /// Get the weather for a city.
@@ -594,7 +642,10 @@ async fn the_agent_runs_tools_through_a_real_provider() {
         Reply::stream(answer, 9),
     ])
     .await;
-    let model = OpenAiCompletions::new("gpt-4o-mini").base_url(&server.url);
+    // A local server gets no `strict` by default: ask for it, as for OpenAI.
+    let model = OpenAiCompletions::new("gpt-4o-mini")
+        .base_url(&server.url)
+        .strict(true);
     let tools = pi_tool::ToolRegistry::new().with(GetWeatherTool);
     let agent = pi_runtime::Agent::new(Arc::new(model))
         .with_system_prompt("Be brief.")

@@ -18,6 +18,10 @@ use super::settings::{MAX_RETRY_WAIT, Settings};
 use crate::message::StopReason;
 use crate::model::{AssistantEvent, StreamOptions};
 
+/// The `User-Agent` of every provider request, so a server's logs can tell pi-tool's traffic
+/// apart (a `User-Agent` header set with `.header(..)` or per request replaces it).
+pub const USER_AGENT: &str = concat!("pi-tool/", env!("CARGO_PKG_VERSION"));
+
 /// The text of an aborted request's error message.
 pub(crate) const ABORTED: &str = "Request was aborted";
 
@@ -98,6 +102,7 @@ fn build_client(settings: &Settings) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .connect_timeout(settings.connect_timeout)
+        .user_agent(USER_AGENT)
         .build()
         .map_err(|err| format!("Could not build the HTTP client: {err}"))
 }

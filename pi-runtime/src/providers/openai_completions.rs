@@ -26,8 +26,9 @@ pub(crate) const OPENAI_URL: &str = "https://api.openai.com/v1";
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CompletionsCompat {
-    /// Send `strict` on tools, `true` where the schema qualifies (default true). Turn off for
-    /// servers that reject the field.
+    /// Send `strict` on tools, `true` where the schema qualifies. Default: on for OpenAI's own
+    /// endpoint only, since many compatible servers (Ollama, vLLM, llama.cpp, LM Studio, ...)
+    /// reject the field or ignore it while constraining nothing.
     pub strict: bool,
     /// Name the output limit `max_completion_tokens` (OpenAI) rather than `max_tokens` (most
     /// compatible servers). Default: true for the OpenAI endpoint only.
@@ -108,14 +109,35 @@ impl OpenAiCompletions {
         self
     }
 
+    /// Sends tools with `strict: true` where the schema qualifies (`true`), or without `strict`
+    /// (`false`), whatever the server. The other compatibility flags stay as they are.
+    ///
+    /// ```
+    /// use pi_runtime::providers::OpenAiCompletions;
+    ///
+    /// let local = OpenAiCompletions::new("qwen2.5:7b").base_url("http://localhost:11434/v1");
+    /// assert!(!local.compat_flags().strict, "off by default for a compatible server");
+    /// assert!(local.strict(true).compat_flags().strict);
+    /// assert!(OpenAiCompletions::new("gpt-4o").compat_flags().strict, "on for OpenAI");
+    /// ```
+    pub fn strict(mut self, strict: bool) -> Self {
+        let mut compat = self.compat_flags();
+        compat.strict = strict;
+        self.compat = Some(compat);
+        self
+    }
+
     fn is_openai(&self) -> bool {
         self.settings.base_url == OPENAI_URL
     }
 
-    /// The compatibility flags in force.
+    /// The compatibility flags in force: the ones set with [`compat`](Self::compat), else the
+    /// defaults for the base URL (OpenAI's own endpoint gets `max_completion_tokens` and
+    /// `strict`; other servers get neither).
     pub fn compat_flags(&self) -> CompletionsCompat {
         self.compat.clone().unwrap_or_else(|| CompletionsCompat {
             max_completion_tokens: self.is_openai(),
+            strict: self.is_openai(),
             ..CompletionsCompat::default()
         })
     }

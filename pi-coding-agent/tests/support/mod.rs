@@ -1,0 +1,154 @@
+//! A local OpenAI-compatible server speaking Chat Completions, scripted for the `pi` binary's
+//! tests.
+#![allow(dead_code, unreachable_pub)]
+
+/// A local OpenAI-compatible server: the first request of a turn gets a `bash` call running
+/// `command`, a request answering a tool result gets `Saw: <the tool's output>`.
+pub fn fake_openai(command: &'static str) -> String {
+    FakeServer::start(Script::new(&[command])).address
+}
+
+/// What the fake model answers: text streamed first (`lead`), then one `bash` call per command
+/// (several make a parallel batch); once the tool results are in, `Saw: <their outputs>`.
+#[derive(Clone)]
+pub struct Script {
+    lead: String,
+    commands: Vec<String>,
+}
+
+impl Script {
+    pub fn new(commands: &[&str]) -> Self {
+        Script {
+            lead: String::new(),
+            commands: commands.iter().map(|c| (*c).to_owned()).collect(),
+        }
+    }
+
+    pub fn lead(mut self, text: &str) -> Self {
+        self.lead = text.to_owned();
+        self
+    }
+}
+
+/// A request the fake server received: its header lines (lower-cased names) and JSON body.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub headers: Vec<(String, String)>,
+    pub body: serde_json::Value,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct FakeServer {
+    pub address: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
+}
+
+impl FakeServer {
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    pub fn start(script: Script) -> FakeServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = format!("http://{}/v1", listener.local_addr().expect("address"));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut length = 0;
+                let mut headers = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+                    }
+                    if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                // `pi` checks that the server listens by connecting without a request.
+                if headers.is_empty() {
+                    continue;
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                record.lock().unwrap().push(Seen {
+                    headers,
+                    body: request.clone(),
+                });
+                let last = request["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .cloned()
+                    .unwrap_or_default();
+                let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+                    let event = serde_json::json!({"id": "r1", "object": "chat.completion.chunk", "model": "fake",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                    format!("data: {event}\n\n")
+                };
+                let mut events = String::new();
+                if last["role"] == "tool" {
+                    // The outputs of every tool result after the last assistant message.
+                    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+                    let results = messages.iter().rev().take_while(|m| m["role"] == "tool");
+                    let mut outputs: Vec<String> = results
+                        .map(|m| match &m["content"] {
+                            serde_json::Value::String(text) => text.clone(),
+                            other => other
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|p| p["text"].as_str())
+                                .collect(),
+                        })
+                        .collect();
+                    outputs.reverse();
+                    events += &chunk(
+                        serde_json::json!({"role": "assistant", "content": format!("Saw: {}", outputs.join(" | "))}),
+                        None,
+                    );
+                    events += &chunk(serde_json::json!({}), Some("stop"));
+                } else {
+                    if !script.lead.is_empty() {
+                        events += &chunk(
+                            serde_json::json!({"role": "assistant", "content": script.lead}),
+                            None,
+                        );
+                    }
+                    let calls: Vec<serde_json::Value> = script.commands.iter().enumerate().map(|(i, command)| {
+                    serde_json::json!({"index": i, "id": format!("call_{}", i + 1), "type": "function",
+                        "function": {"name": "bash", "arguments": serde_json::json!({"command": command}).to_string()}})
+                }).collect();
+                    events += &chunk(
+                        serde_json::json!({"role": "assistant", "tool_calls": calls}),
+                        None,
+                    );
+                    events += &chunk(serde_json::json!({}), Some("tool_calls"));
+                }
+                events += "data: [DONE]\n\n";
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(events.as_bytes());
+            }
+        });
+        FakeServer { address, seen }
+    }
+}

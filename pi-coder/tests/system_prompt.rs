@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_coding_agent::system_prompt::{ContextFile, PromptParts, build, load_context_files};
+use pi_coder::system_prompt::{ContextFile, PromptParts, build, load_context_files};
 use serde_json::Value;
 
 fn recording() -> Value {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_coding_agent::{FORMAT_VERSION, Session, SessionError, SessionFormat};
+use pi_coder::{FORMAT_VERSION, Session, SessionError, SessionFormat};
 use pi_runtime::{AssistantContent, AssistantMessage, Message, StopReason};
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 //! case runs through our tools and must give the same answer, text for text.
 
 use base64::Engine;
-use pi_coding_agent::{Workspace, coding_tools};
+use pi_coder::{Workspace, coding_tools};
 use pi_tool::Content;
 use serde_json::{Map, Value, json};
 
@@ -245,11 +245,11 @@ fn format_size_prints_every_recorded_size_as_pi_does() {
         serde_json::from_str(include_str!("pi-0.73.1/format-size.json")).expect("format-size.json");
     let differences: Vec<String> = recorded
         .iter()
-        .filter(|(bytes, pi)| pi_coding_agent::truncate::format_size(*bytes) != *pi)
+        .filter(|(bytes, pi)| pi_coder::truncate::format_size(*bytes) != *pi)
         .map(|(bytes, pi)| {
             format!(
                 "{bytes}: pi {pi}, ours {}",
-                pi_coding_agent::truncate::format_size(*bytes)
+                pi_coder::truncate::format_size(*bytes)
             )
         })
         .collect();

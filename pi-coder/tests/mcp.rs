@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pi_coding_agent::mcp::{McpServers, McpTools};
-use pi_coding_agent::{Approval, CodingAgent, Renderer, Workspace, default_tools};
+use pi_coder::mcp::{McpServers, McpTools};
+use pi_coder::{Approval, CodingAgent, Renderer, Workspace, default_tools};
 use pi_runtime::{AssistantContent, AssistantMessage, ScriptedModel, StopReason};
 use pi_tool::CancellationToken;
 use serde_json::json;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pi_coding_agent::{
+use pi_coder::{
     Approval, CodingAgent, DEFAULT_TOOL_NAMES, Renderer, Session, Workspace, coding_tools,
 };
 use pi_runtime::{
@@ -171,7 +171,7 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
     ]));
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&asked);
-    let approver: pi_coding_agent::Approver = Arc::new(move |request| {
+    let approver: pi_coder::Approver = Arc::new(move |request| {
         let counter = Arc::clone(&counter);
         Box::pin(async move {
             assert_eq!(request.command, "touch should-not-exist");
@@ -193,7 +193,7 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
         vec![(
             "bash".to_owned(),
             true,
-            pi_coding_agent::agent::DECLINED.to_owned()
+            pi_coder::agent::DECLINED.to_owned()
         )]
     );
 

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use pi_coding_agent::{Workspace, coding_tools};
+use pi_coder::{Workspace, coding_tools};
 use pi_tool::CancellationToken;
 use serde_json::json;
 

@@ -10,7 +10,7 @@ mod write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use pi_coding_agent::{Workspace, coding_tools};
+use pi_coder::{Workspace, coding_tools};
 use pi_tool::{CancellationToken, ToolCall, ToolRegistry, ToolResult};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -131,12 +131,12 @@ fn parameter_names_and_sets_match_pi() {
         tools.get("read").expect("read").spec().parameters["properties"]["offset"]["description"],
         "Line number to start reading from (1-indexed)"
     );
-    let default: Vec<String> = pi_coding_agent::default_tools(Workspace::new("/"))
+    let default: Vec<String> = pi_coder::default_tools(Workspace::new("/"))
         .names()
         .map(str::to_owned)
         .collect();
     assert_eq!(default, ["bash", "edit", "read", "write"]);
-    let read_only: Vec<String> = pi_coding_agent::read_only_tools(Workspace::new("/"))
+    let read_only: Vec<String> = pi_coder::read_only_tools(Workspace::new("/"))
         .names()
         .map(str::to_owned)
         .collect();
@@ -145,7 +145,7 @@ fn parameter_names_and_sets_match_pi() {
 
 #[tokio::test]
 async fn a_registry_without_a_workspace_says_what_is_missing() {
-    let tools = ToolRegistry::new().with(pi_coding_agent::LsTool);
+    let tools = ToolRegistry::new().with(pi_coder::LsTool);
     let result = call(&tools, "ls", serde_json::json!({})).await;
     assert!(err_text(&result).contains("Workspace"));
 }

@@ -6,5 +6,5 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    pi_coding_agent::cli::run(pi_coding_agent::cli::Args::parse()).await
+    pi_coder::cli::run(pi_coder::cli::Args::parse()).await
 }

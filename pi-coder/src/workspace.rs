@@ -19,7 +19,7 @@ const MAX_SYMLINK_HOPS: u32 = 40;
 /// temporary directory and shell.
 ///
 /// ```
-/// use pi_coding_agent::Workspace;
+/// use pi_coder::Workspace;
 ///
 /// let workspace = Workspace::new("/srv/project");
 /// assert_eq!(workspace.resolve("@src/../main.rs").unwrap(), std::path::Path::new("/srv/project/main.rs"));

@@ -168,7 +168,10 @@ pub(super) fn record_run(span: &Span, new_messages: &[std::sync::Arc<Message>]) 
     let output: u64 = responses().map(|m| m.usage.output).sum();
     span.record("gen_ai.usage.input_tokens", tokens(input));
     span.record("gen_ai.usage.output_tokens", tokens(output));
-    if let Some(error) = responses().last().and_then(|m| error_type(m.stop_reason)) {
+    if let Some(error) = responses()
+        .next_back()
+        .and_then(|m| error_type(m.stop_reason))
+    {
         span.record("otel.status_code", "error");
         span.record("error.type", error);
     }

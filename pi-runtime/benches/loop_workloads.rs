@@ -6,7 +6,12 @@
 //! cargo bench -p pi-runtime --bench loop_workloads -- --compare     # ours and pi (node), with ratios
 //! options: --only W1,W4  --runs N  --warmup N  --pi-json FILE (reuse a pi result)  --pi-sh PATH
 //!          --parts (time the per-call pieces that come from pi-tool, outside the loop)
+//!          --traced (W1 also with spans recorded: `W1-spans` in a tracing-subscriber registry,
+//!          `W1-otel` through tracing-opentelemetry and the OpenTelemetry SDK)
 //! ```
+//!
+//! Plain `W1` runs without any `tracing` subscriber: the loop's spans are compiled in but
+//! disabled, which is what the W1 budget measures.
 //!
 //! Each workload runs in its own child process (this binary re-executed with `--child W`), so
 //! peak RSS (`VmHWM`) is per workload, like pi's harness.
@@ -240,6 +245,7 @@ struct Options {
     warmup: Option<usize>,
     compare: bool,
     parts: bool,
+    traced: bool,
     pi_json: Option<String>,
     pi_sh: String,
 }
@@ -252,6 +258,7 @@ fn parse_options() -> Options {
         warmup: None,
         compare: false,
         parts: false,
+        traced: false,
         pi_json: None,
         pi_sh: std::env::var("PI_BENCH_SH").unwrap_or_else(|_| {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/pi/run.sh").to_owned()
@@ -270,6 +277,7 @@ fn parse_options() -> Options {
             "--warmup" => options.warmup = args.next().and_then(|s| s.parse().ok()),
             "--compare" => options.compare = true,
             "--parts" => options.parts = true,
+            "--traced" => options.traced = true,
             "--pi-json" => options.pi_json = args.next(),
             "--pi-sh" => {
                 if let Some(path) = args.next() {
@@ -283,7 +291,56 @@ fn parse_options() -> Options {
     options
 }
 
+/// Counts the spans a subscriber closed (recorded and finished).
+struct CountClosed(Arc<AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CountClosed {
+    fn on_close(&self, _id: tracing::span::Id, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An OpenTelemetry exporter that counts the spans it is given and drops them.
+#[derive(Debug)]
+struct CountingExporter(Arc<AtomicUsize>);
+
+impl opentelemetry_sdk::trace::SpanExporter for CountingExporter {
+    async fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.fetch_add(batch.len(), Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Installs the subscriber of a traced W1 variant; returns the counter of recorded spans.
+fn install_subscriber(workload: &str) -> Option<Arc<AtomicUsize>> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt;
+    let count = Arc::new(AtomicUsize::new(0));
+    let installed = match workload {
+        "W1-spans" => tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(CountClosed(Arc::clone(&count))),
+        ),
+        "W1-otel" => {
+            let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+                .with_simple_exporter(CountingExporter(Arc::clone(&count)))
+                .build();
+            let tracer = provider.tracer("loop_workloads");
+            tracing::subscriber::set_global_default(
+                tracing_subscriber::registry()
+                    .with(tracing_opentelemetry::layer().with_tracer(tracer)),
+            )
+        }
+        _ => return None,
+    };
+    installed.expect("the only subscriber of this process");
+    Some(count)
+}
+
 fn child(workload: &str, options: &Options) -> Value {
+    let recorded = install_subscriber(workload);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -295,7 +352,7 @@ fn child(workload: &str, options: &Options) -> Value {
     let ok = |r: &pi_runtime::ToolResultMessage| !r.is_error;
     let out = runtime.block_on(async {
         match workload {
-            "W1" => {
+            "W1" | "W1-spans" | "W1-otel" => {
                 const N: usize = 1000;
                 let build = || {
                     let calls = (0..N).map(|i| call(format!("call_{i}"), "echo", echo_args(i))).collect();
@@ -393,6 +450,13 @@ fn child(workload: &str, options: &Options) -> Value {
         }
     });
     let mut out = out;
+    if let Some(recorded) = recorded {
+        // Every run: one span per call, two model requests, one run.
+        let runs = options.warmup.unwrap_or(10) + options.runs.unwrap_or(30);
+        let spans = recorded.load(Ordering::Relaxed);
+        assert_eq!(spans, runs * (1000 + 2 + 1), "spans recorded");
+        out["spans_recorded"] = json!(spans);
+    }
     out["peak_rss_kb"] = json!(peak_rss_kb());
     out
 }
@@ -489,8 +553,8 @@ fn fmt_num(x: f64, decimals: usize) -> String {
 fn summary(workload: &str, r: &Value) -> String {
     let rss = r["peak_rss_kb"].as_f64().unwrap_or(0.0) / 1024.0;
     match workload {
-        "W1" => format!(
-            "W1 dispatch: {} calls/s (median of {} runs; {:.3} ms/run, {:.3} us/call, peak RSS {rss:.1} MiB)",
+        "W1" | "W1-spans" | "W1-otel" => format!(
+            "{workload} dispatch: {} calls/s (median of {} runs; {:.3} ms/run, {:.3} us/call, peak RSS {rss:.1} MiB)",
             fmt_num(r["calls_per_s"].as_f64().unwrap_or(0.0), 0),
             r["runs"],
             r["median_ms"].as_f64().unwrap_or(0.0),
@@ -561,6 +625,22 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
             ours: o("W1", &["calls_per_s"]),
             higher_is_better: true,
             target: ">= 15x",
+            decimals: 0,
+        },
+        Row {
+            name: "W1 with spans recorded (registry), calls/s",
+            pi: p("W1", &["calls_per_s"]),
+            ours: o("W1-spans", &["calls_per_s"]),
+            higher_is_better: true,
+            target: "",
+            decimals: 0,
+        },
+        Row {
+            name: "W1 with spans exported (OpenTelemetry SDK), calls/s",
+            pi: p("W1", &["calls_per_s"]),
+            ours: o("W1-otel", &["calls_per_s"]),
+            higher_is_better: true,
+            target: "",
             decimals: 0,
         },
         Row {
@@ -671,10 +751,13 @@ fn main() {
         return;
     }
     let all = ["W1", "W2", "W3", "W4", "W5"];
-    let which: Vec<String> = options
+    let mut which: Vec<String> = options
         .only
         .clone()
         .unwrap_or_else(|| all.iter().map(|s| (*s).to_owned()).collect());
+    if options.traced && which.iter().any(|w| w == "W1") {
+        which.extend(["W1-spans".to_owned(), "W1-otel".to_owned()]);
+    }
     let exe = std::env::current_exe().expect("the benchmark's own path");
     let mut ours = serde_json::Map::new();
     println!(

@@ -9,11 +9,13 @@ mod emitter;
 mod grace;
 mod guard;
 mod run;
+mod spans;
 mod stream;
 
 use std::sync::Arc;
 
 use pi_tool::CancellationToken;
+use tracing::Instrument;
 
 pub use context::AgentContext;
 pub use stream::AgentStream;
@@ -129,6 +131,8 @@ fn start(
     state = all_state;
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
+    // Created here, so that the span current where the run starts is its parent.
+    let span = spans::agent_span(model.as_ref());
     let run = Run {
         system_prompt,
         transcript: messages,
@@ -142,6 +146,7 @@ fn start(
         options,
         emitter: Emitter::new(Arc::clone(&shared)),
         clock: clock::Clock::new(),
+        span: span.clone(),
     };
-    AgentStream::new(Box::pin(run.run(prompts)), shared)
+    AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

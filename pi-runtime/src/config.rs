@@ -279,6 +279,11 @@ pub struct AgentLoopConfig {
     /// themselves (a shell's partial output and `Command aborted`) before it answers them
     /// `Operation aborted` and moves on. Default: one second.
     pub abort_grace: Duration,
+    /// Records each tool call's arguments and result on its `execute_tool` span
+    /// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`; a failed call's text as the
+    /// span's status description). Off by default: they may hold sensitive data, which the
+    /// OpenTelemetry GenAI conventions make opt-in.
+    pub trace_tool_content: bool,
 }
 
 /// The default [`AgentLoopConfig::abort_grace`].
@@ -299,6 +304,7 @@ impl Default for AgentLoopConfig {
             max_parallel: None,
             stream_options: StreamOptions::default(),
             abort_grace: DEFAULT_ABORT_GRACE,
+            trace_tool_content: false,
         }
     }
 }
@@ -313,6 +319,14 @@ impl AgentLoopConfig {
     #[must_use]
     pub fn abort_grace(mut self, grace: Duration) -> Self {
         self.abort_grace = grace;
+        self
+    }
+
+    /// Sets [`trace_tool_content`](Self::trace_tool_content): whether tool spans record the
+    /// calls' arguments and results.
+    #[must_use]
+    pub fn trace_tool_content(mut self, record: bool) -> Self {
+        self.trace_tool_content = record;
         self
     }
 
@@ -456,6 +470,7 @@ impl fmt::Debug for AgentLoopConfig {
             .field("tool_execution", &self.tool_execution)
             .field("max_parallel", &self.max_parallel)
             .field("abort_grace", &self.abort_grace)
+            .field("trace_tool_content", &self.trace_tool_content)
             .field("hooks", &hooks)
             .field("stream_options", &self.stream_options)
             .finish()

@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
 use pi_tool::{CancellationToken, ExecutionMode, StateMap, ToolResult};
+use tracing::{Instrument, Span};
 
 use super::call::{Finished, Preparation, Prepared, poll_once};
 use super::clock::Clock;
@@ -18,6 +19,7 @@ use super::context::ToolSet;
 use super::emitter::Emitter;
 use super::grace::Grace;
 use super::run::ABORTED;
+use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, StopReason};
@@ -103,6 +105,26 @@ pub(super) struct Batch<'a, 'b> {
 }
 
 impl Batch<'_, '_> {
+    /// The `execute_tool` span of a call (a child of the run's span).
+    fn tool_span(&self, call: &ToolCallRef) -> Span {
+        spans::tool_span(call, || {
+            self.env
+                .tools
+                .get(call.name())
+                .map(|tool| tool.spec().description.as_str())
+        })
+    }
+
+    /// Records how a call ended on its span.
+    fn record_outcome(&self, span: &Span, call: &ToolCallRef, done: &Finished) {
+        spans::record_tool_outcome(
+            span,
+            call,
+            &done.message,
+            self.env.config.trace_tool_content,
+        );
+    }
+
     async fn run_sequential(
         &self,
         calls: impl Iterator<Item = ToolCallRef>,
@@ -113,19 +135,27 @@ impl Batch<'_, '_> {
                 .emitter
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
+            let span = self.tool_span(&call);
             let started = Instant::now();
             let preparation = if self.env.config.before_tool_call.is_none() {
-                self.validate(call.clone(), started)
+                span.in_scope(|| self.validate(call.clone(), started))
             } else {
-                self.prepare(call.clone(), started).await
+                self.prepare(call.clone(), started)
+                    .instrument(span.clone())
+                    .await
             };
             let (done, end) = match preparation {
                 Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
                 Preparation::Ready(prepared) => {
-                    let (call, result, started) = self.execute_until_aborted(prepared).await;
+                    let (call, result, started) = self
+                        .execute_until_aborted(prepared)
+                        .instrument(span.clone())
+                        .await;
                     self.finish_quietly(&call, result, started)
                 }
             };
+            self.record_outcome(&span, &call, &done);
+            drop(span);
             let [start, end_message] = message_events(&done.message);
             self.env.emitter.emit_all([end, start, end_message]).await;
             outcome.push(done);
@@ -152,15 +182,19 @@ impl Batch<'_, '_> {
             } else {
                 self.env.emitter.emit(start).await;
             }
+            let span = self.tool_span(&call);
             let started = Instant::now();
             let preparation = if buffer {
-                self.validate(call.clone(), started)
+                span.in_scope(|| self.validate(call.clone(), started))
             } else {
-                self.prepare(call.clone(), started).await
+                self.prepare(call.clone(), started)
+                    .instrument(span.clone())
+                    .await
             };
             match preparation {
                 Preparation::Immediate(result) => {
                     let (done, end) = self.finish_quietly(&call, result, started);
+                    self.record_outcome(&span, &call, &done);
                     if buffer {
                         buffered.push(end);
                     } else {
@@ -169,7 +203,7 @@ impl Batch<'_, '_> {
                     slots.push(Some(done));
                 }
                 Preparation::Ready(prepared) => {
-                    ready.push((slots.len(), prepared));
+                    ready.push((slots.len(), prepared, span));
                     slots.push(None);
                 }
             }
@@ -188,22 +222,29 @@ impl Batch<'_, '_> {
         let mut running_meta = Vec::new();
         let mut finished_first = Vec::new();
         // A finished call comes back as its message and end event (small), not its result.
-        let start = |slot: usize, prepared: Prepared| async move {
-            let (call, result, started) = self.execute(prepared).await;
-            let (done, end) = self.finish_quietly(&call, result, started);
-            (slot, done, end)
+        // Each call runs inside its span, also while other calls' futures are polled.
+        let start = |slot: usize, prepared: Prepared, span: Span| {
+            let recorder = span.clone();
+            async move {
+                let (call, result, started) = self.execute(prepared).await;
+                let (done, end) = self.finish_quietly(&call, result, started);
+                self.record_outcome(&recorder, &call, &done);
+                (slot, done, end)
+            }
+            .instrument(span)
         };
         // Calls that finish on their first poll hand their box to the next call.
         let mut spare = None;
         while running_count < limit {
-            let Some((slot, prepared)) = waiting.next() else {
+            let Some((slot, prepared, span)) = waiting.next() else {
                 break;
             };
             let (call, started) = (prepared.call.clone(), prepared.started);
+            let meta_span = span.clone();
             let mut execution = spare
                 .take()
                 .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
-            execution.set(OptionFuture::from(Some(start(slot, prepared))));
+            execution.set(OptionFuture::from(Some(start(slot, prepared, span))));
             match poll_once(execution.as_mut()).await {
                 Poll::Ready(Some((slot, done, end))) => {
                     slots[slot] = Some(done);
@@ -216,7 +257,7 @@ impl Batch<'_, '_> {
                     running
                         .get_or_insert_with(FuturesUnordered::new)
                         .push(execution);
-                    running_meta.push((slot, call, started));
+                    running_meta.push((slot, call, started, meta_span));
                     running_count += 1;
                 }
             }
@@ -243,11 +284,18 @@ impl Batch<'_, '_> {
             let mut aborted = false;
             loop {
                 while running.len() < limit {
-                    let Some((slot, prepared)) = waiting.next() else {
+                    let Some((slot, prepared, span)) = waiting.next() else {
                         break;
                     };
-                    running_meta.push((slot, prepared.call.clone(), prepared.started));
-                    running.push(Box::pin(OptionFuture::from(Some(start(slot, prepared)))));
+                    running_meta.push((
+                        slot,
+                        prepared.call.clone(),
+                        prepared.started,
+                        span.clone(),
+                    ));
+                    running.push(Box::pin(OptionFuture::from(Some(start(
+                        slot, prepared, span,
+                    )))));
                 }
                 let next = match grace.as_mut() {
                     None => match select(running.next(), cancelled.as_mut()).await {
@@ -275,12 +323,14 @@ impl Batch<'_, '_> {
             }
             if aborted {
                 drop(running);
-                let unstarted =
-                    waiting.map(|(slot, prepared)| (slot, prepared.call, prepared.started));
-                for (slot, call, started) in running_meta.into_iter().chain(unstarted) {
+                let unstarted = waiting
+                    .map(|(slot, prepared, span)| (slot, prepared.call, prepared.started, span));
+                for (slot, call, started, span) in running_meta.into_iter().chain(unstarted) {
                     if slots[slot].is_none() {
                         let result = ToolResult::error(ABORTED);
-                        slots[slot] = Some(self.finish(&call, result, started).await);
+                        let done = self.finish(&call, result, started).await;
+                        self.record_outcome(&span, &call, &done);
+                        slots[slot] = Some(done);
                     }
                 }
             }

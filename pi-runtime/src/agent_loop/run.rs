@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
+use tracing::{Instrument, Span};
 
 use super::context::ToolSet;
 use super::emitter::Emitter;
@@ -11,6 +12,7 @@ use futures_util::StreamExt;
 use super::batch::{BatchEnv, execute_tool_calls};
 use super::clock::Clock;
 use super::guard::guarded;
+use super::spans;
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, Message, StopReason};
@@ -33,6 +35,8 @@ pub(crate) struct Run {
     pub(crate) options: StreamOptions,
     pub(crate) emitter: Emitter,
     pub(crate) clock: Clock,
+    /// The run's `invoke_agent` span (the run's future is instrumented with it).
+    pub(crate) span: Span,
 }
 
 impl Run {
@@ -44,6 +48,7 @@ impl Run {
             self.add_message(Arc::new(prompt)).await;
         }
         self.run_turns().await;
+        spans::record_run(&self.span, &self.new_messages);
         let messages = std::mem::take(&mut self.new_messages);
         self.emitter.emit(AgentEvent::AgentEnd { messages }).await;
     }
@@ -214,10 +219,13 @@ impl Run {
     /// One model request: streams the response, emitting its message events, and appends it.
     async fn stream_assistant(&mut self) -> Arc<Message> {
         let mut started = false;
+        let span = spans::chat_span(self.model.as_ref());
         let message = self
             .request(&mut started)
+            .instrument(span.clone())
             .await
             .unwrap_or_else(|failed| failed);
+        spans::record_response(&span, &message);
         let message = Arc::new(Message::Assistant(message));
         if !started {
             self.emitter

@@ -1,10 +1,16 @@
 //! The expansion is warning-free under strict lints: a user's `#![deny(missing_docs)]`,
 //! `unused_qualifications` and clippy (pedantic included) pass on code that uses `#[tool]`.
+//! Checked by `cargo clippy --workspace --all-targets -- -D warnings` (CI runs it): this file
+//! denies `clippy::pedantic` itself. It holds the shapes that used to need a user's `allow`:
+//! tools with 8+ parameters (`too_many_arguments`), `async fn` tools without `.await`
+//! (`unused_async`), plain `fn` tools, and `#[tools]` methods.
 
 #![deny(warnings, missing_docs, unused_qualifications, rust_2018_idioms)]
 #![deny(clippy::all, clippy::pedantic)]
 
-use pi_tool::{Content, State, ToolContext, ToolResult, tool};
+use std::sync::Arc;
+
+use pi_tool::{Content, State, ToolContext, ToolResult, tool, tools};
 
 /// Shared configuration.
 pub struct Config {
@@ -55,11 +61,97 @@ pub async fn annotated(value: u32) -> pi_tool::Json<Answer> {
     pi_tool::Json(Answer { value })
 }
 
+/// Nine parameters: clippy's `too_many_arguments` stays quiet, the parameters are the schema.
+#[tool]
+pub async fn many(
+    year: u16,
+    month: u8,
+    day: u8,
+    hour: u8,
+    minute: u8,
+    second: u8,
+    zone: String,
+    label: Option<String>,
+    config: State<Config>,
+) -> String {
+    tokio::task::yield_now().await;
+    format!(
+        "{}{year}-{month}-{day} {hour}:{minute}:{second} {zone} {}",
+        config.prefix,
+        label.unwrap_or_default()
+    )
+}
+
+/// No `.await` in an `async fn` tool: pedantic `unused_async` stays quiet.
+#[tool]
+pub async fn no_await(text: String) -> String {
+    text
+}
+
+/// A plain `fn` tool with eight arguments.
+#[tool]
+#[must_use]
+pub fn sync_many(
+    north: i64,
+    south: i64,
+    east: i64,
+    west: i64,
+    up: i64,
+    down: i64,
+    inward: i64,
+    outward: i64,
+) -> String {
+    (north + south + east + west + up + down + inward + outward).to_string()
+}
+
+/// State shared by method tools.
+pub struct Store {
+    /// The stored text.
+    pub text: String,
+}
+
+#[tools]
+impl Store {
+    /// Read the text with eight offsets, without awaiting anything.
+    #[tool]
+    async fn read(
+        &self,
+        year: u16,
+        month: u8,
+        day: u8,
+        hour: u8,
+        minute: u8,
+        second: u8,
+        zone: String,
+        label: Option<String>,
+    ) -> String {
+        format!(
+            "{} {year}-{month}-{day} {hour}:{minute}:{second} {zone} {label:?}",
+            self.text
+        )
+    }
+
+    /// Read the text synchronously.
+    #[tool]
+    fn read_now(&self) -> String {
+        self.text.clone()
+    }
+}
+
 #[test]
 fn strict_lints_pass() {
-    let tools = pi_tool::ToolRegistry::new()
+    let mut tools = pi_tool::ToolRegistry::new()
         .with(LintedTool)
         .with(PrivateToolTool)
-        .with(AnnotatedTool);
-    assert_eq!(tools.len(), 3);
+        .with(AnnotatedTool)
+        .with(ManyTool)
+        .with(NoAwaitTool)
+        .with(SyncManyTool);
+    tools.extend(
+        Arc::new(Store {
+            text: String::new(),
+        })
+        .tools(),
+    );
+    assert_eq!(tools.len(), 8);
 }

@@ -1,5 +1,5 @@
 //! The annotated fn as `#[tool]` sees it: its docs and its parameters, each classified as a
-//! model argument, the `ToolContext`, or a `State<T>`.
+//! model argument, the `ToolContext`, a `State<T>`, or an `#[inject]` parameter of any spelling.
 
 use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Type};
 
@@ -14,6 +14,9 @@ pub(crate) enum ParamKind {
     Context,
     /// Shared state `State<T>`, injected; holds `T`.
     State(Box<Type>),
+    /// Marked `#[inject]`: filled by `pi_tool::__private::Inject`, dispatched on the type, so an
+    /// alias (`Ctx`, `type Db = State<MyDb>`) works where the name says nothing.
+    Marked,
 }
 
 pub(crate) struct Param {
@@ -30,6 +33,8 @@ pub(crate) struct ToolFn {
     pub(crate) item: ItemFn,
     pub(crate) docs: Doc,
     pub(crate) params: Vec<Param>,
+    /// `self`, `&self`, `&mut self`, ... when the fn is a method.
+    pub(crate) receiver: Option<syn::Receiver>,
 }
 
 impl ToolFn {
@@ -38,13 +43,22 @@ impl ToolFn {
     pub(crate) fn from_syn(cx: &Ctxt, mut item: ItemFn) -> ToolFn {
         let docs = docs::extract(&item.attrs);
         let mut params = Vec::new();
+        let mut receiver = None;
         for input in item.sig.inputs.iter_mut() {
-            let FnArg::Typed(pat_type) = input else {
-                continue;
+            let pat_type = match input {
+                FnArg::Typed(pat_type) => pat_type,
+                FnArg::Receiver(r) => {
+                    receiver = Some(r.clone());
+                    continue;
+                }
             };
-            let (field_attrs, kept) = split_attrs(cx, std::mem::take(&mut pat_type.attrs));
+            let (field_attrs, kept, marked) = split_attrs(cx, std::mem::take(&mut pat_type.attrs));
             pat_type.attrs = kept;
-            let kind = classify(&pat_type.ty);
+            let kind = if marked {
+                ParamKind::Marked
+            } else {
+                classify(&pat_type.ty)
+            };
             if !matches!(kind, ParamKind::Argument)
                 && let Some(attr) = field_attrs.iter().find(|a| !docs::is_doc(a))
             {
@@ -77,18 +91,36 @@ impl ToolFn {
                 has_docs,
             });
         }
-        ToolFn { item, docs, params }
+        ToolFn {
+            item,
+            docs,
+            params,
+            receiver,
+        }
     }
 }
 
-/// Splits a parameter's attributes into those that move to the generated field and those that
-/// stay on the fn (lint attributes). Any other attribute is an error, and is dropped.
-fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribute>) {
+/// Splits a parameter's attributes into those that move to the generated field, those that
+/// stay on the fn (lint attributes), and the `#[inject]` marker (whether it was there). Any other
+/// attribute is an error, and is dropped.
+fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribute>, bool) {
     let mut moved = Vec::new();
     let mut kept = Vec::new();
+    let mut marked = false;
     for attr in attrs {
         let path = attr.path();
-        if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
+        if path.is_ident("inject") {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                cx.error_spanned_by(
+                    &attr.meta,
+                    "`inject` takes no arguments: write `#[inject] ctx: Ctx`",
+                );
+            }
+            if marked {
+                cx.error_spanned_by(path, "duplicate `#[inject]`");
+            }
+            marked = true;
+        } else if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
             if path.is_ident("serde") {
                 refuse_alias(cx, &attr);
             }
@@ -101,11 +133,11 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
         } else {
             cx.error_spanned_by(
                 path,
-                "unsupported attribute on a `#[tool]` parameter; expected `///` docs, `#[serde(..)]` or `#[schemars(..)]`",
+                "unsupported attribute on a `#[tool]` parameter; expected `///` docs, `#[serde(..)]`, `#[schemars(..)]` or `#[inject]`",
             );
         }
     }
-    (moved, kept)
+    (moved, kept, marked)
 }
 
 /// `#[serde(alias = "..")]` would let serde accept a name the schema does not have: the model
@@ -129,7 +161,8 @@ fn refuse_alias(cx: &Ctxt, attr: &Attribute) {
 }
 
 /// Injected parameters are recognized by type name: `ToolContext` and `State<T>`, with or
-/// without a path (`pi_tool::ToolContext`).
+/// without a path (`pi_tool::ToolContext`). Other spellings are marked `#[inject]`; an unmarked
+/// one is caught by type in the expansion (`__private::ArgumentProbe`), with that fix.
 fn classify(ty: &Type) -> ParamKind {
     let Type::Path(type_path) = ty else {
         return ParamKind::Argument;
@@ -150,4 +183,17 @@ fn classify(ty: &Type) -> ParamKind {
         return ParamKind::State(Box::new(inner.clone()));
     }
     ParamKind::Argument
+}
+
+/// Where the fn sits: free (a unit tool type, registered for `discover`), or a method of a
+/// `#[tools]` impl (a tool type holding `Arc<Self>`, handed out by `Self::tools`).
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    Free,
+    Method {
+        /// The impl's self type, e.g. `Db`.
+        self_ty: &'a Type,
+        /// Its last path segment, the prefix of the generated type names (`DbGetTool`).
+        self_name: &'a Ident,
+    },
 }

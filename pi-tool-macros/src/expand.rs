@@ -1,5 +1,9 @@
 //! `#[tool]`: parse -> validate -> expand. On error the fn is still emitted (helper attributes
 //! stripped) with a stand-in tool type, so one mistake does not cascade and IDEs keep working.
+//!
+//! The expansion is small on purpose (compile cost per tool): the parameters are deserialized
+//! along one path only (`&Value`), and everything that does not depend on the parameter types
+//! lives in non-generic code of `pi_tool::__private`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -7,22 +11,43 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, Visibility};
 
-use crate::ast::{ParamKind, ToolFn};
+use crate::ast::{ParamKind, Target, ToolFn};
 use crate::attr::{Mode, ToolArgs};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    if args.to_string() == "__in_tools_impl" {
+        // A method `#[tools]` has already turned into a tool.
+        return input;
+    }
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
-            let message = syn::Error::new(
-                Span::call_site(),
-                "`#[tool]` can only be used on an `async fn`",
-            );
+            let message =
+                syn::Error::new(Span::call_site(), "`#[tool]` can only be used on a `fn`");
             let error = message.to_compile_error();
             return quote!(#error #input);
         }
     };
+    let (mut tool_fn, checked) = analyze(args, item, Target::Free);
+    match checked {
+        Ok((args, name)) => {
+            let generated = generate(&tool_fn, &args, &name, Target::Free);
+            allow_signature_lints(&mut tool_fn.item);
+            let item = &tool_fn.item;
+            quote!(#item #generated)
+        }
+        Err(err) => fallback(&tool_fn, err),
+    }
+}
+
+/// Parses and checks one fn: the fn (its parameter attributes stripped, on every path), and
+/// its arguments and tool name, or every error found.
+pub(crate) fn analyze(
+    args: TokenStream,
+    item: ItemFn,
+    target: Target<'_>,
+) -> (ToolFn, syn::Result<(ToolArgs, String)>) {
     let cx = Ctxt::new();
     let args = ToolArgs::from_tokens(&cx, args);
     let tool_fn = ToolFn::from_syn(&cx, item);
@@ -33,15 +58,25 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
             tool_fn.item.sig.ident.span(),
         ),
     };
-    tool_fn.validate(&cx, &args, &name, name_span);
-    match cx.check() {
-        Ok(()) => expand(&tool_fn, &args, &name),
-        Err(err) => fallback(&tool_fn, err),
-    }
+    tool_fn.validate(&cx, &args, &name, name_span, target);
+    let checked = cx.check().map(|()| (args, name));
+    (tool_fn, checked)
+}
+
+/// A tool's parameters are its schema, so clippy's `too_many_arguments` does not apply; an
+/// `async fn` without `.await` is a fine tool (it runs in a future anyway), so neither does
+/// pedantic `unused_async`. Said on the fn so the user's crate needs no `allow` of its own.
+pub(crate) fn allow_signature_lints(item: &mut ItemFn) {
+    let allow: syn::Attribute = if item.sig.asyncness.is_some() {
+        syn::parse_quote!(#[allow(clippy::too_many_arguments, clippy::unused_async)])
+    } else {
+        syn::parse_quote!(#[allow(clippy::too_many_arguments)])
+    };
+    item.attrs.push(allow);
 }
 
 /// `get_weather` -> `GetWeather`.
-fn pascal_case(ident: &syn::Ident) -> String {
+pub(crate) fn pascal_case(ident: &syn::Ident) -> String {
     ident
         .unraw()
         .to_string()
@@ -57,8 +92,14 @@ fn pascal_case(ident: &syn::Ident) -> String {
         .collect()
 }
 
-fn type_idents(item: &ItemFn) -> (syn::Ident, syn::Ident) {
-    let base = pascal_case(&item.sig.ident);
+/// `XxxParams` and `XxxTool`; a method's are prefixed with its type's name (`DbGetTool`).
+pub(crate) fn type_idents(item: &ItemFn, target: Target<'_>) -> (syn::Ident, syn::Ident) {
+    let base = match target {
+        Target::Free => pascal_case(&item.sig.ident),
+        Target::Method { self_name, .. } => {
+            format!("{}{}", self_name.unraw(), pascal_case(&item.sig.ident))
+        }
+    };
     let span = item.sig.ident.span();
     (
         format_ident!("{}Params", base, span = span),
@@ -66,12 +107,19 @@ fn type_idents(item: &ItemFn) -> (syn::Ident, syn::Ident) {
     )
 }
 
-fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
+/// Everything `#[tool]` adds next to the fn: the params struct, the tool type and its
+/// `AgentTool` impl, and (for a free fn) the registration.
+pub(crate) fn generate(
+    tool_fn: &ToolFn,
+    args: &ToolArgs,
+    name: &str,
+    target: Target<'_>,
+) -> TokenStream {
     let item = &tool_fn.item;
     let vis = &item.vis;
     let fn_ident = &item.sig.ident;
     let fn_name = fn_ident.unraw().to_string();
-    let (params_ident, tool_ident) = type_idents(item);
+    let (params_ident, tool_ident) = type_idents(item, target);
     let description = match &args.description {
         Some(lit) => quote!(#lit),
         None => tool_fn.docs.to_tokens(),
@@ -85,40 +133,62 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
         .as_ref()
         .map_or_else(|| name.to_owned(), syn::LitStr::value);
 
-    let fields = tool_fn
+    let arguments: Vec<_> = tool_fn
         .params
         .iter()
         .filter(|p| matches!(p.kind, ParamKind::Argument))
-        .map(|param| {
-            let ident = &param.ident;
-            let ty = &param.ty;
-            let attrs = &param.field_attrs;
-            let allow_undocumented = (!param.has_docs).then(|| quote!(#[allow(missing_docs)]));
-            quote_spanned! {ty.span()=>
-                #(#attrs)*
-                #allow_undocumented
-                pub #ident: #ty
-            }
-        });
+        .collect();
+    let fields = arguments.iter().map(|param| {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        let attrs = &param.field_attrs;
+        let allow_undocumented = (!param.has_docs).then(|| quote!(#[allow(missing_docs)]));
+        quote_spanned! {ty.span()=>
+            #(#attrs)*
+            #allow_undocumented
+            pub #ident: #ty
+        }
+    });
+    // Type-checked only, never called (so never compiled to code): an injected type the macro
+    // could not tell by its name gets an error that says to mark it `#[inject]`.
+    let probes = arguments.iter().map(|param| {
+        let ty = &param.ty;
+        quote_spanned! {ty.span()=>
+            (&::pi_tool::__private::ArgumentProbe::<#ty>::new()).check();
+        }
+    });
 
     let mut bindings = Vec::new();
     let mut call_args = Vec::new();
     for (index, param) in tool_fn.params.iter().enumerate() {
         let ident = &param.ident;
-        match &param.kind {
-            ParamKind::Argument => call_args.push(quote!(__params.#ident)),
-            ParamKind::Context => call_args.push(quote!(__ctx.clone())),
-            ParamKind::State(inner) => {
-                let binding = format_ident!("__state{}", index);
-                bindings.push(quote_spanned! {inner.span()=>
-                    let #binding = match ::pi_tool::__private::extract_state::<#inner>(&__ctx) {
-                        ::core::result::Result::Ok(state) => state,
-                        ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
-                    };
-                });
-                call_args.push(quote!(#binding));
+        let binding = format_ident!("__injected{}", index);
+        let extracted = match &param.kind {
+            ParamKind::Argument => {
+                call_args.push(quote!(__params.#ident));
+                continue;
             }
-        }
+            ParamKind::Context => {
+                call_args.push(quote!(__ctx.clone()));
+                continue;
+            }
+            ParamKind::State(inner) => quote_spanned! {inner.span()=>
+                ::pi_tool::__private::extract_state::<#inner>(&__ctx)
+            },
+            ParamKind::Marked => {
+                let ty = &param.ty;
+                quote_spanned! {ty.span()=>
+                    <#ty as ::pi_tool::__private::Inject>::inject(&__ctx)
+                }
+            }
+        };
+        bindings.push(quote! {
+            let #binding = match #extracted {
+                ::core::result::Result::Ok(value) => value,
+                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+            };
+        });
+        call_args.push(quote!(#binding));
     }
 
     let mode = args.mode.map(|mode| {
@@ -167,8 +237,19 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
         syn::ReturnType::Default => fn_ident.span(),
         syn::ReturnType::Type(_, ty) => ty.span(),
     };
+    // Spanned on the return type, so an unsupported one is reported there.
+    let call = match target {
+        Target::Free => quote_spanned!(output_span=> #fn_ident(#(#call_args),*)),
+        Target::Method { self_ty, .. } => {
+            quote_spanned!(output_span=> <#self_ty>::#fn_ident(&__this, #(#call_args),*))
+        }
+    };
+    let call = match item.sig.asyncness {
+        Some(_) => quote_spanned!(output_span=> #call.await),
+        None => call,
+    };
     let into_result = quote_spanned! {output_span=>
-        ::pi_tool::IntoToolResult::into_tool_result(#fn_ident(#(#call_args),*).await)
+        ::pi_tool::IntoToolResult::into_tool_result(#call)
     };
     // Parameters are deserialized before the future is made, so the future holds no JSON.
     let boxed = quote_spanned! {fn_ident.span()=>
@@ -180,12 +261,60 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
     let params_doc = format!(
         " Arguments of the `{name}` tool, generated by `#[tool]` from `{fn_name}`'s parameters."
     );
-    let tool_doc = format!(
-        " The `{name}` tool, generated by `#[tool]` from `{fn_name}`: found by `ToolRegistry::discover`, or register it by hand."
-    );
+    let (tool_struct, this_param, this_arg, registration) = match target {
+        Target::Free => {
+            let tool_doc = format!(
+                " The `{name}` tool, generated by `#[tool]` from `{fn_name}`: found by `ToolRegistry::discover`, or register it by hand."
+            );
+            let registration = quote! {
+                ::pi_tool::__private::inventory::submit! {
+                    ::pi_tool::ToolRegistration {
+                        name: #name,
+                        location: ::core::concat!(::core::module_path!(), "::", #fn_name),
+                        file: ::core::file!(),
+                        line: ::core::line!(),
+                        make: || ::pi_tool::__private::Arc::new(#tool_ident),
+                    }
+                }
+            };
+            (
+                quote! {
+                    #[doc = #tool_doc]
+                    #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+                    #vis struct #tool_ident;
+                },
+                None,
+                None,
+                Some(registration),
+            )
+        }
+        Target::Method { self_ty, .. } => {
+            let tool_doc = format!(
+                " The `{name}` tool, generated by `#[tool]` from the method `{fn_name}`, bound to one shared value: get it from `tools()`."
+            );
+            (
+                quote! {
+                    #[doc = #tool_doc]
+                    #[derive(::core::clone::Clone)]
+                    #vis struct #tool_ident(::pi_tool::__private::Arc<#self_ty>);
+                },
+                Some(quote!(__this: ::pi_tool::__private::Arc<#self_ty>,)),
+                Some(quote!(::pi_tool::__private::Arc::clone(&self.0),)),
+                None,
+            )
+        }
+    };
 
     quote! {
-        #item
+        // First, so that an injected type under another name reads this error before serde's.
+        const _: () = {
+            #[allow(dead_code)]
+            fn __argument_probes() {
+                #[allow(unused_imports)]
+                use ::pi_tool::__private::NotInjected as _;
+                #(#probes)*
+            }
+        };
 
         #[doc = #params_doc]
         #[derive(::pi_tool::__private::serde::Deserialize, ::pi_tool::__private::schemars::JsonSchema)]
@@ -196,9 +325,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             #(#fields,)*
         }
 
-        #[doc = #tool_doc]
-        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-        #vis struct #tool_ident;
+        #tool_struct
 
         const _: () = {
             static __PI_TOOL: ::pi_tool::__private::ToolStatics = ::pi_tool::__private::ToolStatics::new();
@@ -207,7 +334,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             #[allow(unused_qualifications)]
             impl ::pi_tool::AgentTool for #tool_ident {
                 fn spec(&self) -> &::pi_tool::ToolSpec {
-                    __PI_TOOL.spec::<#params_ident>(#name, #description)
+                    __PI_TOOL.spec(#name, #description, ::pi_tool::schema_for::<#params_ident>)
                 }
 
                 fn label(&self) -> &str {
@@ -230,10 +357,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
                     __args: ::pi_tool::__private::serde_json::Value,
                     __ctx: ::pi_tool::ToolContext,
                 ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
-                    match ::pi_tool::__private::parse_params::<#params_ident>(#name, __args) {
-                        ::core::result::Result::Ok(__params) => #tool_ident::__run(__params, __ctx),
-                        ::core::result::Result::Err(err) => ::pi_tool::__private::failed(err),
-                    }
+                    self.execute_borrowed(&__args, __ctx)
                 }
 
                 fn execute_borrowed(
@@ -241,8 +365,8 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
                     __args: &::pi_tool::__private::serde_json::Value,
                     __ctx: ::pi_tool::ToolContext,
                 ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
-                    match ::pi_tool::__private::parse_params_ref::<#params_ident>(#name, __args) {
-                        ::core::result::Result::Ok(__params) => #tool_ident::__run(__params, __ctx),
+                    match ::pi_tool::__private::parse_params::<#params_ident>(#name, __args) {
+                        ::core::result::Result::Ok(__params) => #tool_ident::__run(#this_arg __params, __ctx),
                         ::core::result::Result::Err(err) => ::pi_tool::__private::failed(err),
                     }
                 }
@@ -251,6 +375,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             impl #tool_ident {
                 /// Runs the fn with deserialized parameters and injected values.
                 fn __run(
+                    #this_param
                     __params: #params_ident,
                     __ctx: ::pi_tool::ToolContext,
                 ) -> ::pi_tool::BoxFuture<'static, ::core::result::Result<::pi_tool::ToolResult, ::pi_tool::ToolError>> {
@@ -258,15 +383,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
                 }
             }
 
-            ::pi_tool::__private::inventory::submit! {
-                ::pi_tool::ToolRegistration {
-                    name: #name,
-                    location: ::core::concat!(::core::module_path!(), "::", #fn_name),
-                    file: ::core::file!(),
-                    line: ::core::line!(),
-                    make: || ::pi_tool::__private::Arc::new(#tool_ident),
-                }
-            }
+            #registration
         };
     }
 }
@@ -295,11 +412,11 @@ fn output_schema_method(output: &syn::ReturnType) -> Option<TokenStream> {
 fn fallback(tool_fn: &ToolFn, err: syn::Error) -> TokenStream {
     let item = &tool_fn.item;
     let error = err.to_compile_error();
-    if item.sig.receiver().is_some() {
+    if tool_fn.receiver.is_some() {
         // A method sits in an `impl` block, where no struct can be declared.
         return quote!(#error #item);
     }
-    let (_, tool_ident) = type_idents(item);
+    let (_, tool_ident) = type_idents(item, Target::Free);
     let vis: &Visibility = &item.vis;
     let doc = " Stand-in emitted because `#[tool]` reported an error.";
     quote! {

@@ -6,11 +6,12 @@ mod attr;
 mod ctxt;
 mod docs;
 mod expand;
+mod methods;
 mod valid;
 
 use proc_macro::TokenStream;
 
-/// Turns an `async fn` into a tool an LLM agent can call.
+/// Turns a fn (usually `async`) into a tool an LLM agent can call.
 ///
 /// ```
 /// use pi_tool::{tool, ToolContext, ToolRegistry};
@@ -65,7 +66,10 @@ use proc_macro::TokenStream;
 ///   `#[serde(default)]`, `#[serde(rename = "ignoreCase")]`).
 /// - `Option<T>` parameters are not required.
 /// - A `ToolContext` parameter receives the call's context; a `State<T>` parameter receives
-///   shared state. Neither appears in the schema.
+///   shared state. Neither appears in the schema. Under another name (`use pi_tool::ToolContext
+///   as Ctx`, a type alias) mark the parameter `#[inject]`; the value is then chosen by type.
+/// - The fn may be `async` or a plain `fn`; clippy's `too_many_arguments` and `unused_async`
+///   are allowed on it (its parameters are the schema).
 ///
 /// # Return types
 ///
@@ -76,4 +80,38 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()
+}
+
+/// Turns the `#[tool]` methods of an inherent `impl` block into tools that share `&self`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pi_tool::{tool, tools, ToolRegistry};
+///
+/// struct Counter { hits: std::sync::atomic::AtomicU64 }
+///
+/// #[tools]
+/// impl Counter {
+///     /// Count one hit and return the total.
+///     #[tool]
+///     fn hit(&self, by: u64) -> String {
+///         let before = self.hits.fetch_add(by, std::sync::atomic::Ordering::Relaxed);
+///         (before + by).to_string()
+///     }
+/// }
+///
+/// let counter = Arc::new(Counter { hits: 0.into() });
+/// let registry: ToolRegistry = counter.tools().into_iter().collect();
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["hit"]);
+/// ```
+///
+/// Each `#[tool]` method (taking `&self`) gets a params struct and a tool type named after the
+/// type and the method (`CounterHitParams`, `CounterHitTool`, holding an `Arc<Counter>`), and
+/// `Counter::tools(self: &Arc<Self>) -> Vec<Arc<dyn AgentTool>>` returns one tool per method,
+/// all bound to the same value. The keys of `#[tool(..)]` are the same as on a free fn. Methods
+/// are not registered for `ToolRegistry::discover` (there is no value to bind them to at link
+/// time): register what `tools()` returns. One `#[tools]` impl per type (each defines `tools`).
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    methods::tools(args.into(), input.into()).into()
 }

@@ -4,7 +4,7 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{FnArg, Type};
 
-use crate::ast::{ParamKind, ToolFn};
+use crate::ast::{ParamKind, Target, ToolFn};
 use crate::attr::ToolArgs;
 use crate::ctxt::Ctxt;
 
@@ -12,11 +12,15 @@ use crate::ctxt::Ctxt;
 pub(crate) const MAX_NAME_LEN: usize = 64;
 
 impl ToolFn {
-    pub(crate) fn validate(&self, cx: &Ctxt, args: &ToolArgs, name: &str, name_span: Span) {
+    pub(crate) fn validate(
+        &self,
+        cx: &Ctxt,
+        args: &ToolArgs,
+        name: &str,
+        name_span: Span,
+        target: Target<'_>,
+    ) {
         let sig = &self.item.sig;
-        if sig.asyncness.is_none() {
-            cx.error_spanned_by(sig.fn_token, "`#[tool]` requires an `async fn`");
-        }
         if let Some(constness) = &sig.constness {
             cx.error_spanned_by(constness, "`#[tool]` cannot be used on a `const fn`");
         }
@@ -38,14 +42,7 @@ impl ToolFn {
                 "`#[tool]` fns cannot be generic: the schema is built from concrete parameter types",
             );
         }
-        for input in &sig.inputs {
-            if let FnArg::Receiver(receiver) = input {
-                cx.error_spanned_by(
-                    receiver,
-                    "`#[tool]` cannot take `self`; use a free `async fn` and pass shared data with `State<T>`",
-                );
-            }
-        }
+        self.validate_receiver(cx, target);
         self.validate_params(cx);
         validate_name(cx, name, name_span);
         match &args.description {
@@ -66,6 +63,42 @@ impl ToolFn {
         }
     }
 
+    /// A free fn has no `self`; a method of a `#[tools]` impl takes `&self`, because its tool
+    /// holds `Arc<Self>` and calls may run at the same time.
+    fn validate_receiver(&self, cx: &Ctxt, target: Target<'_>) {
+        let receiver = self.item.sig.inputs.iter().find_map(|input| match input {
+            FnArg::Receiver(receiver) => Some(receiver),
+            FnArg::Typed(_) => None,
+        });
+        match (target, receiver) {
+            (Target::Free, None) => {}
+            (Target::Free, Some(receiver)) => cx.error_spanned_by(
+                receiver,
+                "`#[tool]` on a method needs `#[pi_tool::tools]` on its `impl` block (the tools then share `&self`); or use a free fn and pass shared data with `State<T>`",
+            ),
+            (Target::Method { .. }, None) => cx.error_spanned_by(
+                &self.item.sig.ident,
+                "a `#[tool]` method of a `#[tools]` impl takes `&self`; a fn without `self` can be a free `#[tool]` fn",
+            ),
+            (Target::Method { .. }, Some(receiver)) => {
+                let by_shared_ref = receiver.reference.is_some()
+                    && receiver.mutability.is_none()
+                    && receiver.colon_token.is_none();
+                if receiver.mutability.is_some() && receiver.reference.is_some() {
+                    cx.error_spanned_by(
+                        receiver,
+                        "a `#[tool]` method takes `&self`, not `&mut self`: calls may run at the same time, so mutable state needs interior mutability (`Mutex`, `RwLock`, atomics)",
+                    );
+                } else if !by_shared_ref {
+                    cx.error_spanned_by(
+                        receiver,
+                        "a `#[tool]` method takes `&self`: its tool holds the value in an `Arc<Self>` shared by every call, so it cannot give `self` away",
+                    );
+                }
+            }
+        }
+    }
+
     fn validate_params(&self, cx: &Ctxt) {
         let mut context_seen = false;
         for param in &self.params {
@@ -79,7 +112,7 @@ impl ToolFn {
                     }
                     context_seen = true;
                 }
-                ParamKind::State(_) => {}
+                ParamKind::State(_) | ParamKind::Marked => {}
                 ParamKind::Argument => check_argument_type(cx, &param.ty),
             }
         }

@@ -215,10 +215,14 @@ impl fmt::Debug for ToolContext {
     }
 }
 
-/// A stored value with its type's name (for `Debug`).
+/// A stored value with its type's name (for `Debug` and for the error of a missing value). The
+/// `dyn Any` holds an `Arc<T>`, so unsized values (`dyn Trait`) can be stored too.
 type StateEntry = (&'static str, Arc<dyn Any + Send + Sync>);
 
 /// Typed shared state, one value per type, handed to every call (databases, clients, config).
+///
+/// A value stored as `Arc<T>` (`with_state(Arc::new(db))`, or `Arc<dyn Trait>`) also answers a
+/// request for `T`, so `State<T>` finds it either way.
 ///
 /// Cloning is cheap: the map is shared and copied only when a clone is modified.
 #[derive(Clone, Default)]
@@ -237,15 +241,31 @@ impl StateMap {
         self.insert_arc(Arc::new(value));
     }
 
-    /// Stores an already shared value, replacing any earlier value of the same type.
-    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
-        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), (type_name::<T>(), value));
+    /// Stores an already shared value, replacing any earlier value of the same type. `T` may be
+    /// unsized: `insert_arc::<dyn Store>(Arc::new(db))` serves `State<dyn Store>`.
+    pub fn insert_arc<T: ?Sized + Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        Arc::make_mut(&mut self.values)
+            .insert(TypeId::of::<T>(), (type_name::<T>(), Arc::new(value)));
     }
 
-    /// The value of type `T`, if one was stored.
-    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let (_, value) = self.values.get(&TypeId::of::<T>())?;
-        Arc::clone(value).downcast::<T>().ok()
+    /// The value of type `T`, if one was stored as `T` or as `Arc<T>`.
+    pub fn get<T: ?Sized + Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.lookup::<T>(TypeId::of::<T>()).or_else(|| {
+            self.lookup::<Arc<T>>(TypeId::of::<Arc<T>>())
+                .map(|outer| (*outer).clone())
+        })
+    }
+
+    fn lookup<T: ?Sized + 'static>(&self, id: TypeId) -> Option<Arc<T>> {
+        let (_, value) = self.values.get(&id)?;
+        value.downcast_ref::<Arc<T>>().cloned()
+    }
+
+    /// The names of the stored types, sorted (for error messages).
+    pub fn type_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<_> = self.values.values().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names
     }
 
     /// How many values are stored.
@@ -324,18 +344,36 @@ impl<T: ?Sized> State<T> {
 )]
 pub trait SharedState: Send + Sync + 'static {}
 
-impl<T: Send + Sync + 'static> SharedState for T {}
+impl<T: ?Sized + Send + Sync + 'static> SharedState for T {}
 
-impl<T: SharedState> State<T> {
-    /// Takes the `T` out of a call's context.
+impl<T: ?Sized + SharedState> State<T> {
+    /// Takes the `T` out of a call's context (stored as `T` or as `Arc<T>`). When it is missing,
+    /// the error names the type asked for and every type that was stored.
     pub fn from_context(ctx: &ToolContext) -> Result<Self, ToolError> {
-        ctx.state().get::<T>().map(State).ok_or_else(|| {
-            ToolError::new(format!(
-                "the tool needs shared state of type `{}`, but none was provided (add it with `with_state`)",
-                type_name::<T>()
-            ))
-        })
+        let state = ctx.state();
+        state
+            .get::<T>()
+            .map(State)
+            .ok_or_else(|| missing_state(type_name::<T>(), state))
     }
+}
+
+/// The error of a `State<T>` that finds no `T`: what was asked, what was stored, how to fix it.
+fn missing_state(asked: &str, state: &StateMap) -> ToolError {
+    let stored = state.type_names();
+    let stored = if stored.is_empty() {
+        "no shared state was stored".to_owned()
+    } else {
+        let list = stored
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("stored: {list}")
+    };
+    ToolError::new(format!(
+        "the tool needs shared state of type `{asked}`, but none was provided ({stored}); add it with `with_state(value)`, or `with_state(Arc<{asked}>)`"
+    ))
 }
 
 impl<T: ?Sized> Deref for State<T> {

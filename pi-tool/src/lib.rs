@@ -42,7 +42,7 @@ pub use spec::{ExecutionMode, ToolCall, ToolSpec};
 pub use tool::{AgentTool, BoxFuture};
 pub use validate::{ArgumentValidator, validate_arguments, validate_borrowed, validate_owned};
 
-pub use pi_tool_macros::tool;
+pub use pi_tool_macros::{tool, tools};
 pub use tokio_util::sync::CancellationToken;
 
 /// The JSON Schema library parameter types derive, re-exported for hand-written argument types.

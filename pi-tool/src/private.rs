@@ -19,6 +19,7 @@ pub use serde;
 pub use serde_json;
 pub use std::boxed::Box;
 pub use std::sync::Arc;
+pub use std::vec::Vec;
 
 /// The spec and compiled validator of one `#[tool]`, built on first use and kept for the life of
 /// the program: never rebuilt per call.
@@ -40,12 +41,13 @@ impl ToolStatics {
         }
     }
 
-    /// The spec, built from `P`'s schema on first use.
-    pub fn spec<P: JsonSchema>(&self, name: &str, description: &str) -> &ToolSpec {
+    /// The spec, built on first use from the schema `parameters` makes (`schema_for::<P>`).
+    /// Not generic, so it is compiled once in `pi-tool` rather than once per tool.
+    pub fn spec(&self, name: &str, description: &str, parameters: fn() -> Value) -> &ToolSpec {
         self.spec.get_or_init(|| ToolSpec {
             name: name.to_owned(),
             description: description.to_owned(),
-            parameters: schema_for::<P>(),
+            parameters: parameters(),
         })
     }
 
@@ -110,28 +112,24 @@ impl<R> NoOutputSchema for &OutputSchemaProbe<R> {}
 
 /// Takes a `State<T>` parameter's value out of the call's context; the bound reports a
 /// non-`Send` state type on the user's type.
-pub fn extract_state<T: crate::SharedState>(
+pub fn extract_state<T: ?Sized + crate::SharedState>(
     ctx: &crate::ToolContext,
 ) -> Result<crate::State<T>, ToolError> {
     crate::State::from_context(ctx)
 }
 
-/// Deserializes validated arguments into the generated parameter struct.
+/// Deserializes validated arguments into the generated parameter struct. Owned and borrowed
+/// arguments both come through here (`&Value`), so a tool instantiates its deserializer once.
 pub fn parse_params<P: DeserializeOwned>(
-    tool_name: &str,
-    arguments: Value,
-) -> Result<P, ToolError> {
-    serde_json::from_value(arguments)
-        .map_err(|err| ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}")))
-}
-
-/// Deserializes the parameter struct from arguments the tool only borrows.
-pub fn parse_params_ref<P: DeserializeOwned>(
     tool_name: &str,
     arguments: &Value,
 ) -> Result<P, ToolError> {
-    P::deserialize(arguments)
-        .map_err(|err| ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}")))
+    P::deserialize(arguments).map_err(|err| invalid_arguments(tool_name, &err))
+}
+
+/// The error of arguments that passed validation but not deserialization (not generic).
+fn invalid_arguments(tool_name: &str, err: &serde_json::Error) -> ToolError {
+    ToolError::new(format!("Invalid arguments for tool \"{tool_name}\": {err}"))
 }
 
 /// A future that is already finished with `error`.
@@ -164,3 +162,73 @@ where
 pub fn send_future<F: Future + Send + 'static>(future: F) -> Box<F> {
     Box::new(future)
 }
+
+/// What an `#[inject]` parameter of a `#[tool]` fn can be: a value the call's context provides
+/// rather than the model. Dispatch is by type, so any name works (`use pi_tool::ToolContext as
+/// Ctx`, `type Db = State<MyDb>`, a fully qualified path).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be injected into a `#[tool]` fn",
+    label = "not `ToolContext` or `State<T>`",
+    note = "`#[inject]` marks a parameter the tool's context fills: `ToolContext` or `State<T>`, under any name; a model argument takes no `#[inject]`"
+)]
+pub trait Inject: Sized {
+    /// Takes the value out of the call's context.
+    fn inject(ctx: &crate::ToolContext) -> Result<Self, ToolError>;
+}
+
+impl Inject for crate::ToolContext {
+    fn inject(ctx: &crate::ToolContext) -> Result<Self, ToolError> {
+        Ok(ctx.clone())
+    }
+}
+
+impl<T: ?Sized + crate::SharedState> Inject for crate::State<T> {
+    fn inject(ctx: &crate::ToolContext) -> Result<Self, ToolError> {
+        crate::State::from_context(ctx)
+    }
+}
+
+/// Checks, by type, that a parameter `#[tool]` took for a model argument is not an injected type
+/// under a name it could not recognize (`use pi_tool::ToolContext as Ctx`): generated code calls
+/// `(&ArgumentProbe::<T>::new()).check()` with [`NotInjected`] in scope. For `ToolContext` and
+/// `State<T>` the inherent method below is chosen, and its unmet bound is the error.
+pub struct ArgumentProbe<T: ?Sized>(PhantomData<fn() -> Box<T>>);
+
+impl<T: ?Sized> ArgumentProbe<T> {
+    /// A probe for the parameter type `T`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        ArgumentProbe(PhantomData)
+    }
+}
+
+/// The types a `#[tool]` fn receives from its context rather than from the model.
+pub trait InjectedType {}
+impl InjectedType for crate::ToolContext {}
+impl<T: ?Sized> InjectedType for crate::State<T> {}
+
+/// Never implemented: the error a parameter of an injected type gets when the macro could not
+/// tell it by its name.
+#[diagnostic::on_unimplemented(
+    message = "this `#[tool]` parameter is a `{Self}` under another name: mark it `#[inject]`",
+    label = "taken for a model argument",
+    note = "`#[tool]` recognizes `ToolContext` and `State<T>` by name; for an alias or a renamed import write `#[inject] ctx: Ctx`"
+)]
+pub trait MarkInjectedParameter {}
+
+impl<T: InjectedType> ArgumentProbe<T> {
+    /// Chosen for injected types: fails on the bound, with the fix in the message.
+    pub fn check(&self)
+    where
+        T: MarkInjectedParameter,
+    {
+    }
+}
+
+/// Every other type: a model argument, nothing to say.
+pub trait NotInjected {
+    /// Accepts the argument type.
+    fn check(&self) {}
+}
+
+impl<T: ?Sized> NotInjected for ArgumentProbe<T> {}

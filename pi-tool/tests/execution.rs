@@ -257,7 +257,7 @@ async fn state_is_shared_and_missing_state_is_reported() {
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
-        "the tool needs shared state of type `execution::Counter`, but none was provided (add it with `with_state`)"
+        "the tool needs shared state of type `execution::Counter`, but none was provided (no shared state was stored); add it with `with_state(value)`, or `with_state(Arc<execution::Counter>)`"
     );
 }
 

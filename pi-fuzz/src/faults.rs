@@ -1,0 +1,1 @@
+//! Fault injection and soak runs of the agent loop (filled in below).

@@ -1,11 +1,4 @@
-//! The bodies of the fuzz targets of `pi-tool` and `pi-runtime`, in one place for both drivers:
-//! cargo-fuzz (`fuzz/fuzz_targets/*.rs`, libFuzzer on nightly) and the stable driver
-//! (`tests/targets.rs`, part of `cargo test --workspace`), which replays the stored corpora and
-//! regressions and then runs every target on seeded structured inputs.
-//!
-//! Each target takes any bytes and panics only when an invariant breaks (a panic inside the
-//! code under test counts too): see each function for what it asserts. The crate also holds
-//! the fault-injection and soak runs of the agent loop ([`faults`]).
+#![doc = include_str!("../README.md")]
 
 // The recorded-stream helpers of `pi-runtime`'s tests: one copy of the event-grammar rules.
 #[path = "../../pi-runtime/tests/recorded/mod.rs"]

@@ -11,22 +11,22 @@ pub const DECODER_TARGETS: [(&str, crate::Target); 4] = [
     ("decode_google", decode_google),
 ];
 
-/// [`decode_stream`] for OpenAI Chat Completions.
+/// The decoder target for OpenAI Chat Completions (input and invariants as in `decode_stream` below: a mode byte, then a body; the recorded-stream grammar, split-independent events).
 pub fn decode_openai_completions(data: &[u8]) {
     decode_stream(Api::Completions, data);
 }
 
-/// [`decode_stream`] for OpenAI Responses.
+/// The decoder target for OpenAI Responses (input and invariants as in `decode_stream` below: a mode byte, then a body; the recorded-stream grammar, split-independent events).
 pub fn decode_openai_responses(data: &[u8]) {
     decode_stream(Api::Responses, data);
 }
 
-/// [`decode_stream`] for Anthropic Messages.
+/// The decoder target for Anthropic Messages (input and invariants as in `decode_stream` below: a mode byte, then a body; the recorded-stream grammar, split-independent events).
 pub fn decode_anthropic(data: &[u8]) {
     decode_stream(Api::Anthropic, data);
 }
 
-/// [`decode_stream`] for Google Generative AI.
+/// The decoder target for Google Generative AI (input and invariants as in `decode_stream` below: a mode byte, then a body; the recorded-stream grammar, split-independent events).
 pub fn decode_google(data: &[u8]) {
     decode_stream(Api::Google, data);
 }

@@ -9,7 +9,7 @@ use crate::split::byte_pieces;
 /// - the events (and the unframed text kept for error reports) are the same as when the whole
 ///   stream arrives in one piece;
 /// - no event name or data holds a line break other than the `\n` joining `data:` lines (and
-///   names none at all), and the unframed text stays under its 4 KiB bound;
+///   names none at all), and the unframed text stays within its 4 KiB bound;
 /// - every `data:` line of the stream is accounted for: the events hold at most as many data
 ///   lines as the stream has lines.
 pub fn sse(data: &[u8]) {
@@ -23,7 +23,10 @@ pub fn sse(data: &[u8]) {
         split_unframed, whole_unframed,
         "unframed text depends on the split"
     );
-    assert!(whole_unframed.len() < 4096, "unframed text over its bound");
+    assert!(
+        whole_unframed.len() <= 4096,
+        "unframed text over its 4 KiB bound"
+    );
     let lines = body.iter().filter(|&&b| b == b'\n' || b == b'\r').count() + 1;
     let data_lines: usize = whole.iter().map(|e| e.data.matches('\n').count() + 1).sum();
     assert!(

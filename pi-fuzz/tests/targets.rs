@@ -368,3 +368,12 @@ fn regression_empty_array_with_whitespace() {
         b"\x01{\"a\": [ ], \"b\": [[\t], 1]}",
     );
 }
+
+/// Found by cargo-fuzz (`sse`): unframed text that filled its 4 KiB bound exactly, which the
+/// target's own check refused by one byte (`< 4096`); the parser keeps at most 4,096 bytes.
+#[test]
+fn regression_unframed_text_at_its_bound() {
+    let path = regressions("sse").join("unframed-text-of-exactly-4096-bytes");
+    let input = std::fs::read(path).expect("the regression input");
+    run("sse", "unframed text at its bound", &input);
+}

@@ -209,11 +209,14 @@ impl PartialJson {
                 self.close(index, Container::Array)
             }
             (Some((Container::Array, Place::Value)), b']') => {
-                // `[]` is fine; `[1,]` is not.
-                let empty = self
-                    .stack
-                    .last()
-                    .is_some_and(|frame| frame.safe_len == index);
+                // `[]` and `[ ]` are fine; `[1,]` is not.
+                let bytes = self.buffer.as_bytes();
+                let empty = self.stack.last().is_some_and(|frame| {
+                    bytes[frame.safe_len - 1] == b'['
+                        && bytes[frame.safe_len..index]
+                            .iter()
+                            .all(u8::is_ascii_whitespace)
+                });
                 empty && self.close(index, Container::Array)
             }
             (None | Some((_, Place::Value)), _) => self.value_begins(index, byte),
@@ -536,6 +539,19 @@ mod tests {
                 assert_eq!(parser.finish(), expected, "{text:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_empty_array_with_whitespace_inside_is_json() {
+        // Found by the `partial_json` fuzz target: `[ ]` broke the scan, so nothing after it
+        // showed while the arguments streamed.
+        let mut parser = PartialJson::new();
+        parser.push("{\"a\": [\n], \"b\": [1 , [ ] ], \"c\": \"x");
+        assert_eq!(parser.partial(), json!({"a": [], "b": [1, []], "c": "x"}));
+        let mut bad = PartialJson::new();
+        bad.push("[1, ]");
+        assert_eq!(bad.partial(), json!([1]));
+        assert!(!bad.is_complete());
     }
 
     #[test]

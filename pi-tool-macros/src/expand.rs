@@ -162,13 +162,19 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
             }
         }
     });
+    let limit_methods = crate::limits::limit_methods(args);
     let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
         syn::ReturnType::Default => fn_ident.span(),
         syn::ReturnType::Type(_, ty) => ty.span(),
     };
+    // A sync fn (allowed with `blocking`) is called without `.await`.
+    let awaited = item
+        .sig
+        .asyncness
+        .map(|_| quote_spanned! {output_span=> .await});
     let into_result = quote_spanned! {output_span=>
-        ::pi_tool::IntoToolResult::into_tool_result(#fn_ident(#(#call_args),*).await)
+        ::pi_tool::IntoToolResult::into_tool_result(#fn_ident(#(#call_args),*) #awaited)
     };
     // Parameters are deserialized before the future is made, so the future holds no JSON.
     let boxed = quote_spanned! {fn_ident.span()=>
@@ -217,6 +223,7 @@ fn expand(tool_fn: &ToolFn, args: &ToolArgs, name: &str) -> TokenStream {
                 #mode
                 #prepare
                 #annotations
+                #limit_methods
                 #output_schema
 
                 fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {

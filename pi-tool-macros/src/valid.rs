@@ -14,8 +14,12 @@ pub(crate) const MAX_NAME_LEN: usize = 64;
 impl ToolFn {
     pub(crate) fn validate(&self, cx: &Ctxt, args: &ToolArgs, name: &str, name_span: Span) {
         let sig = &self.item.sig;
-        if sig.asyncness.is_none() {
-            cx.error_spanned_by(sig.fn_token, "`#[tool]` requires an `async fn`");
+        // A sync fn is allowed when it runs on the blocking pool (`blocking`).
+        if sig.asyncness.is_none() && args.blocking.is_none() {
+            cx.error_spanned_by(
+                sig.fn_token,
+                "`#[tool]` requires an `async fn` (or a sync `fn` with `#[tool(blocking)]`)",
+            );
         }
         if let Some(constness) = &sig.constness {
             cx.error_spanned_by(constness, "`#[tool]` cannot be used on a `const fn`");

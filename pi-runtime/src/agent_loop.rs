@@ -5,9 +5,11 @@ mod batch;
 mod call;
 mod clock;
 mod context;
+mod deadline;
 mod emitter;
 mod grace;
 mod guard;
+mod limits;
 mod run;
 mod stream;
 

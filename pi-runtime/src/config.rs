@@ -9,7 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_tool::{BoxFuture, CancellationToken, Content, ToolCall, ToolError, ToolResult, Usage};
+use pi_tool::{
+    ArgumentLimits, BoxFuture, CancellationToken, Content, ToolCall, ToolError, ToolResult, Usage,
+};
 use serde_json::Value;
 
 use crate::message::Message;
@@ -284,7 +286,29 @@ pub struct AgentLoopConfig {
     /// span's status description). Off by default: they may hold sensitive data, which the
     /// OpenTelemetry GenAI conventions make opt-in.
     pub trace_tool_content: bool,
+    /// How large and deeply nested one call's arguments may be; a call over a limit gets an
+    /// error result naming it, before anything parses or validates its arguments. Default
+    /// [`ArgumentLimits::DEFAULT`] (1 MiB, 64 levels).
+    pub argument_limits: ArgumentLimits,
+    /// The most bytes of text one tool result may put into the transcript; longer text is cut
+    /// (at a line end where one is near) and a note tells the model how much was dropped and
+    /// to ask for less. Default [`DEFAULT_MAX_RESULT_BYTES`] (256 KiB). Images do not count:
+    /// what they cost a model depends on their size in pixels, not in bytes.
+    pub max_result_bytes: usize,
+    /// How long a call may run when its tool sets no [`timeout`](pi_tool::AgentTool::timeout)
+    /// of its own; on expiry the call's token is cancelled, the tool gets the
+    /// [`abort_grace`](Self::abort_grace) to answer, and the model gets `Tool <name> timed out
+    /// after <timeout>`. Default `None`: a coding agent's shell may rightly run a long build;
+    /// bound such tools one by one (`#[tool(timeout = "30s")]`), or set one here for all.
+    pub tool_timeout: Option<Duration>,
 }
+
+/// The default [`AgentLoopConfig::max_result_bytes`]: 256 KiB.
+///
+/// Why: about five times what pi's own coding tools keep (50 KB or 2000 lines, with notes of
+/// their own), so they always truncate first; and about 64k tokens, so one result cannot fill a
+/// model's context window.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
 
 /// The default [`AgentLoopConfig::abort_grace`].
 pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
@@ -305,6 +329,9 @@ impl Default for AgentLoopConfig {
             stream_options: StreamOptions::default(),
             abort_grace: DEFAULT_ABORT_GRACE,
             trace_tool_content: false,
+            argument_limits: ArgumentLimits::DEFAULT,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            tool_timeout: None,
         }
     }
 }
@@ -327,6 +354,27 @@ impl AgentLoopConfig {
     #[must_use]
     pub fn trace_tool_content(mut self, record: bool) -> Self {
         self.trace_tool_content = record;
+        self
+    }
+
+    /// Sets [`argument_limits`](Self::argument_limits).
+    #[must_use]
+    pub fn argument_limits(mut self, limits: ArgumentLimits) -> Self {
+        self.argument_limits = limits;
+        self
+    }
+
+    /// Sets [`max_result_bytes`](Self::max_result_bytes).
+    #[must_use]
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
+    }
+
+    /// Sets [`tool_timeout`](Self::tool_timeout), for tools without a timeout of their own.
+    #[must_use]
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
         self
     }
 
@@ -471,6 +519,9 @@ impl fmt::Debug for AgentLoopConfig {
             .field("max_parallel", &self.max_parallel)
             .field("abort_grace", &self.abort_grace)
             .field("trace_tool_content", &self.trace_tool_content)
+            .field("argument_limits", &self.argument_limits)
+            .field("max_result_bytes", &self.max_result_bytes)
+            .field("tool_timeout", &self.tool_timeout)
             .field("hooks", &hooks)
             .field("stream_options", &self.stream_options)
             .finish()

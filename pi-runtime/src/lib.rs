@@ -21,8 +21,9 @@ pub use agent::{Agent, AgentError, Listener, ListenerId, Prompt, QueueMode};
 pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agent_loop_continue};
 pub use config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook,
-    BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, DEFAULT_ABORT_GRACE, MessageSource,
-    MessagesHook, ShouldStopHook, ToolExecution, TurnEndContext,
+    BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, DEFAULT_ABORT_GRACE,
+    DEFAULT_MAX_RESULT_BYTES, MessageSource, MessagesHook, ShouldStopHook, ToolExecution,
+    TurnEndContext,
 };
 pub use event::ToolCallRef;
 pub use scripted::{FnModel, ModelRequest, SCRIPT_EXHAUSTED, ScriptedModel, ScriptedStreaming};

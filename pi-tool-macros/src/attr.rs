@@ -18,6 +18,8 @@ pub(crate) const KEYS: &[&str] = &[
     "parallel",
     "prepare_arguments",
     "deny_unknown_fields",
+    "timeout",
+    "blocking",
     "read_only",
     "destructive",
     "idempotent",
@@ -47,6 +49,10 @@ pub(crate) struct ToolArgs {
     pub(crate) deny_unknown_fields: Option<Path>,
     /// Annotation hints set: (key, value), one per key (`read_only` or `read_only = false`).
     pub(crate) annotations: Vec<(&'static str, bool)>,
+    /// `timeout = "30s"`, parsed.
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// `blocking`: run each call on tokio's blocking pool.
+    pub(crate) blocking: Option<Path>,
 }
 
 impl ToolArgs {
@@ -88,6 +94,24 @@ impl ToolArgs {
             "prepare_arguments" => {
                 let value = path_value(cx, &meta);
                 set_once(cx, &mut self.prepare_arguments, &path, value);
+            }
+            "timeout" => {
+                let value = string_value(cx, &key, &meta).and_then(|lit| {
+                    crate::limits::timeout_value(&lit)
+                        .map_err(|err| cx.syn_error(err))
+                        .ok()
+                });
+                set_once(cx, &mut self.timeout, &path, value);
+            }
+            "blocking" => {
+                if !matches!(meta, Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        &meta,
+                        "`blocking` is a flag and takes no value: write `#[tool(blocking)]`",
+                    );
+                    return;
+                }
+                set_once(cx, &mut self.blocking, &path, Some(path.clone()));
             }
             "deny_unknown_fields" => {
                 if !matches!(meta, Meta::Path(_)) {

@@ -232,6 +232,7 @@ pub(crate) fn generate(
             }
         }
     });
+    let limit_methods = crate::limits::limit_methods(args);
     let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
         syn::ReturnType::Default => fn_ident.span(),
@@ -344,6 +345,7 @@ pub(crate) fn generate(
                 #mode
                 #prepare
                 #annotations
+                #limit_methods
                 #output_schema
 
                 fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {

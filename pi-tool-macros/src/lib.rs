@@ -6,6 +6,7 @@ mod attr;
 mod ctxt;
 mod docs;
 mod expand;
+mod limits;
 mod methods;
 mod valid;
 
@@ -49,6 +50,8 @@ use proc_macro::TokenStream;
 /// | `sequential` | any batch calling this tool runs one call at a time | the loop's setting |
 /// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
 /// | `deny_unknown_fields` | an argument the schema does not name is an error (`additionalProperties: false`), reported with "did you mean" | unknown arguments are ignored |
+/// | `timeout = "30s"` | how long one call may run (`500ms`, `30s`, `5m`, `1h`); on expiry the agent loop cancels the call's token and answers `Tool <name> timed out after 30s` | the loop's `tool_timeout` (none) |
+/// | `blocking` | the fn blocks its thread (CPU work, blocking I/O): the agent loop runs each call on tokio's blocking pool, so other calls and events go on | runs on the loop's task |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | hints for hosts (MCP `annotations`), never sent to a model provider; `key = false` says the opposite | not said |
 ///
@@ -58,6 +61,9 @@ use proc_macro::TokenStream;
 /// struct with one pub field per model argument, deriving `Deserialize` and `JsonSchema`; and
 /// `GetWeatherTool`, a unit struct implementing `AgentTool`, submitted to the registry that
 /// `ToolRegistry::discover` reads. Both structs take the fn's visibility.
+///
+/// A sync `fn` is accepted together with `blocking` (it runs on the blocking pool, where it
+/// may block as it likes); without `blocking` the fn must be `async`.
 ///
 /// # Parameters
 ///

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -55,6 +56,8 @@ pub struct FnTool {
     spec: Arc<ToolSpec>,
     label: Arc<str>,
     execution_mode: Option<ExecutionMode>,
+    timeout: Option<Duration>,
+    blocking: bool,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
@@ -103,6 +106,8 @@ impl FnTool {
             },
             label: None,
             execution_mode: None,
+            timeout: None,
+            blocking: false,
             prepare: None,
         }
     }
@@ -115,6 +120,8 @@ pub struct FnToolBuilder {
     spec: ToolSpec,
     label: Option<String>,
     execution_mode: Option<ExecutionMode>,
+    timeout: Option<Duration>,
+    blocking: bool,
     prepare: Option<Arc<Prepare>>,
 }
 
@@ -133,6 +140,20 @@ impl FnToolBuilder {
     /// The tool's execution mode (default: the loop's setting).
     pub fn execution_mode(mut self, mode: ExecutionMode) -> Self {
         self.execution_mode = Some(mode);
+        self
+    }
+
+    /// How long one call may run (like `#[tool(timeout = "30s")]`): the agent loop then
+    /// cancels the call's token and answers `Tool <name> timed out after <timeout>`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The closure blocks its thread (like `#[tool(blocking)]`): the agent loop runs each call
+    /// on tokio's blocking pool, so other calls and the event stream go on meanwhile.
+    pub fn blocking(mut self) -> Self {
+        self.blocking = true;
         self
     }
 
@@ -177,6 +198,8 @@ impl FnToolBuilder {
             label: self.label.unwrap_or_else(|| self.spec.name.clone()).into(),
             spec: Arc::new(self.spec),
             execution_mode: self.execution_mode,
+            timeout: self.timeout,
+            blocking: self.blocking,
             validator,
             prepare: self.prepare,
             handler,
@@ -242,6 +265,14 @@ impl AgentTool for FnTool {
         self.execution_mode
     }
 
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn blocking(&self) -> bool {
+        self.blocking
+    }
+
     fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
         match &self.prepare {
             Some(prepare) => prepare(args),
@@ -272,6 +303,8 @@ impl fmt::Debug for FnTool {
             .field("spec", &self.spec)
             .field("label", &self.label)
             .field("execution_mode", &self.execution_mode)
+            .field("timeout", &self.timeout)
+            .field("blocking", &self.blocking)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
     }
@@ -283,6 +316,8 @@ impl fmt::Debug for FnToolBuilder {
             .field("spec", &self.spec)
             .field("label", &self.label)
             .field("execution_mode", &self.execution_mode)
+            .field("timeout", &self.timeout)
+            .field("blocking", &self.blocking)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
     }

@@ -10,6 +10,7 @@ mod content;
 mod context;
 mod error;
 mod fn_tool;
+mod limits;
 mod registry;
 mod result;
 mod run;
@@ -32,10 +33,15 @@ pub use content::{Content, Cost, Usage};
 pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
+pub use limits::{
+    ArgumentLimits, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_ARGUMENT_DEPTH,
+    MAX_SUPPORTED_ARGUMENT_DEPTH,
+};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, ToolResult};
 pub use run::{
-    PreparedArguments, execute_call, execute_prepared, prepare_call, tool_not_found_message,
+    PreparedArguments, execute_call, execute_prepared, prepare_call, prepare_call_within,
+    tool_not_found_message,
 };
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};

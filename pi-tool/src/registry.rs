@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::run::{execute_prepared, prepare_call, tool_not_found_message};
+use crate::run::{execute_prepared, prepare_call_within, tool_not_found_message};
 use crate::suggest::did_you_mean;
-use crate::{AgentTool, RegistryError, StateMap, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::{
+    AgentTool, ArgumentLimits, RegistryError, StateMap, ToolCall, ToolContext, ToolResult, ToolSpec,
+};
 
 /// One `#[tool]` definition, submitted to `inventory` by the macro.
 ///
@@ -57,6 +59,7 @@ inventory::collect!(ToolRegistration);
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn AgentTool>>,
     state: StateMap,
+    argument_limits: ArgumentLimits,
 }
 
 impl ToolRegistry {
@@ -92,6 +95,7 @@ impl ToolRegistry {
         Ok(ToolRegistry {
             tools,
             state: StateMap::default(),
+            argument_limits: ArgumentLimits::DEFAULT,
         })
     }
 
@@ -203,6 +207,7 @@ impl ToolRegistry {
         Ok(ToolRegistry {
             tools,
             state: self.state.clone(),
+            argument_limits: self.argument_limits,
         })
     }
 
@@ -229,8 +234,16 @@ impl ToolRegistry {
         ToolContext::new(tool_call_id).with_state(self.state.clone())
     }
 
-    /// Runs one call through the whole pipeline without an agent loop: lookup,
-    /// `prepare_arguments`, validation, execution. Every failure (unknown tool, invalid
+    /// Sets the [`ArgumentLimits`] [`run`](Self::run) checks (default
+    /// [`ArgumentLimits::DEFAULT`]: 1 MiB, 64 levels).
+    #[must_use]
+    pub fn with_argument_limits(mut self, limits: ArgumentLimits) -> Self {
+        self.argument_limits = limits;
+        self
+    }
+
+    /// Runs one call through the whole pipeline without an agent loop: lookup, the
+    /// [`ArgumentLimits`], `prepare_arguments`, validation, execution. Every failure (unknown tool, invalid
     /// arguments, `Err`, panic) comes back as an error result with the text the loop would send.
     pub async fn run(&self, call: &ToolCall) -> ToolResult {
         self.run_with(call, self.context(&call.id)).await
@@ -241,7 +254,7 @@ impl ToolRegistry {
         let Some(tool) = self.tools.get(&call.name) else {
             return ToolResult::error(tool_not_found_message(&call.name, self.names()));
         };
-        match prepare_call(tool.as_ref(), &call.arguments) {
+        match prepare_call_within(tool.as_ref(), &call.arguments, &self.argument_limits) {
             Ok(prepared) => execute_prepared(tool.as_ref(), &call.arguments, prepared, ctx).await,
             Err(err) => ToolResult::error(err.message()),
         }
@@ -253,6 +266,7 @@ impl fmt::Debug for ToolRegistry {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.tools.keys().collect::<Vec<_>>())
             .field("state", &self.state)
+            .field("argument_limits", &self.argument_limits)
             .finish()
     }
 }

@@ -8,8 +8,8 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::suggest::did_you_mean;
-use crate::validate::{validate_borrowed, validate_owned};
-use crate::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult};
+use crate::validate::{validate_borrowed_unchecked, validate_owned_unchecked};
+use crate::{AgentTool, ArgumentLimits, BoxFuture, ToolContext, ToolError, ToolResult};
 
 /// `Tool <name> not found`, plus ` (did you mean "<close>"?)` when a known name is close.
 pub fn tool_not_found_message<'a, I>(name: &str, known: I) -> String
@@ -46,7 +46,8 @@ impl PreparedArguments {
     }
 }
 
-/// Applies the tool's `prepare_arguments` shim, then validates and normalizes the result.
+/// Checks the arguments against [`ArgumentLimits::DEFAULT`], applies the tool's
+/// `prepare_arguments` shim, then validates and normalizes the result.
 ///
 /// A tool without a shim ([`AgentTool::rewrites_arguments`] is `false`, as for every `#[tool]`
 /// without `prepare_arguments`) is validated in place: valid arguments are not copied. A
@@ -55,8 +56,19 @@ pub fn prepare_call(
     tool: &dyn AgentTool,
     raw_arguments: &Value,
 ) -> Result<PreparedArguments, ToolError> {
+    prepare_call_within(tool, raw_arguments, &ArgumentLimits::DEFAULT)
+}
+
+/// [`prepare_call`] with other [`ArgumentLimits`] (the agent loop's configured ones). Arguments
+/// over a limit are refused before the shim, validation or any copy sees them.
+pub fn prepare_call_within(
+    tool: &dyn AgentTool,
+    raw_arguments: &Value,
+    limits: &ArgumentLimits,
+) -> Result<PreparedArguments, ToolError> {
+    limits.check(&tool.spec().name, raw_arguments)?;
     if !tool.rewrites_arguments() {
-        return validate_borrowed(tool, raw_arguments).map(PreparedArguments);
+        return validate_borrowed_unchecked(tool, raw_arguments).map(PreparedArguments);
     }
     let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
         tool.prepare_arguments(raw_arguments.clone())
@@ -68,7 +80,7 @@ pub fn prepare_call(
             panic_message(&*panic)
         )))
     })?;
-    validate_owned(tool, prepared).map(PreparedArguments::replaced)
+    validate_owned_unchecked(tool, prepared).map(PreparedArguments::replaced)
 }
 
 /// Runs a tool with prepared arguments and turns every outcome into a result: `Err` becomes an

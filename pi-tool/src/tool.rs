@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -49,6 +50,20 @@ pub trait AgentTool: Send + Sync + 'static {
     /// `Some(Sequential)` makes any batch that calls this tool run one call at a time.
     fn execution_mode(&self) -> Option<ExecutionMode> {
         None
+    }
+
+    /// How long one call may run before the agent loop cancels its token and answers it
+    /// `Tool <name> timed out after <timeout>` (after the abort grace). `None` (the default)
+    /// leaves it to the loop's `tool_timeout`. `#[tool(timeout = "30s")]` sets it.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether the tool blocks its thread (CPU work, blocking I/O): the agent loop then runs
+    /// the call on tokio's blocking pool (`spawn_blocking`), so it delays neither other calls
+    /// nor the event stream. Default `false`; `#[tool(blocking)]` sets it.
+    fn blocking(&self) -> bool {
+        false
     }
 
     /// Hints for hosts about what the tool does (read-only, destructive, ...); `#[tool]` sets them

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::{AgentTool, ToolError, ToolSpec};
+use crate::{AgentTool, ArgumentLimits, ToolError, ToolSpec};
 use shape::Shape;
 
 /// A tool's schema compiled once: the `jsonschema` validator plus what normalization needs.
@@ -53,7 +53,8 @@ impl ArgumentValidator {
     }
 
     /// Validates arguments as they arrived (after `prepare_arguments`) and returns them
-    /// normalized: numeric strings to numbers, `"true"` to `true`, numbers to strings, `null`
+    /// normalized (untrusted arguments go through [`ArgumentLimits::check`] first, as in
+    /// [`validate_arguments`]): numeric strings to numbers, `"true"` to `true`, numbers to strings, `null`
     /// optional properties removed, JSON strings parsed where an object or array is expected.
     ///
     /// The `Err` displays pi's format with clearer messages:
@@ -151,21 +152,41 @@ fn parse_argument_string(text: &str) -> Result<Value, report::Problem> {
 /// Validates `arguments` for `tool` and returns them normalized (see [`ArgumentValidator::validate`]).
 ///
 /// Uses the tool's own compiled validator, or for a tool without one a process-wide cache keyed
-/// by its schema: the schema is never compiled twice.
+/// by its schema: the schema is never compiled twice. Arguments over
+/// [`ArgumentLimits::DEFAULT`] are refused first, so nothing recursive ever sees a hostile depth.
 pub fn validate_arguments(tool: &dyn AgentTool, arguments: &Value) -> Result<Value, ToolError> {
-    validate_owned(tool, arguments.clone())
+    ArgumentLimits::DEFAULT.check(&tool.spec().name, arguments)?;
+    validate_owned_unchecked(tool, arguments.clone())
 }
 
 /// [`validate_arguments`] taking the arguments by value (no copy).
 pub fn validate_owned(tool: &dyn AgentTool, arguments: Value) -> Result<Value, ToolError> {
+    ArgumentLimits::DEFAULT.check(&tool.spec().name, &arguments)?;
+    validate_owned_unchecked(tool, arguments)
+}
+
+/// [`validate_arguments`] borrowing the arguments: `Ok(None)` when they are valid as they are.
+pub fn validate_borrowed(
+    tool: &dyn AgentTool,
+    arguments: &Value,
+) -> Result<Option<Value>, ToolError> {
+    ArgumentLimits::DEFAULT.check(&tool.spec().name, arguments)?;
+    validate_borrowed_unchecked(tool, arguments)
+}
+
+/// [`validate_owned`] for arguments whose limits were checked already.
+pub(crate) fn validate_owned_unchecked(
+    tool: &dyn AgentTool,
+    arguments: Value,
+) -> Result<Value, ToolError> {
     match tool.validator() {
         Some(validator) => validator.validate(arguments),
         None => cached_validator(tool.spec()).validate(arguments),
     }
 }
 
-/// [`validate_arguments`] borrowing the arguments: `Ok(None)` when they are valid as they are.
-pub fn validate_borrowed(
+/// [`validate_borrowed`] for arguments whose limits were checked already.
+pub(crate) fn validate_borrowed_unchecked(
     tool: &dyn AgentTool,
     arguments: &Value,
 ) -> Result<Option<Value>, ToolError> {

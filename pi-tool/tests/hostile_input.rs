@@ -1,7 +1,9 @@
 //! Arguments come from an untrusted model: malformed, mistyped, oversized and hostile inputs
 //! get an error result the model can act on, never a panic or a hang.
 
-use pi_tool::{ToolCall, ToolRegistry, ToolResult, tool};
+use pi_tool::{
+    ArgumentLimits, MAX_SUPPORTED_ARGUMENT_DEPTH, ToolCall, ToolRegistry, ToolResult, tool,
+};
 use serde_json::{Value, json};
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -30,8 +32,15 @@ async fn store(
     )
 }
 
+/// Runs `store` with limits far above the defaults, so these cases reach the validator (the
+/// limits themselves are tested in `limits.rs`).
 async fn run(arguments: Value) -> ToolResult {
-    let tools = ToolRegistry::new().with(StoreTool);
+    let generous = ArgumentLimits::DEFAULT
+        .max_bytes(64 * 1024 * 1024)
+        .max_depth(MAX_SUPPORTED_ARGUMENT_DEPTH);
+    let tools = ToolRegistry::new()
+        .with(StoreTool)
+        .with_argument_limits(generous);
     tools.run(&ToolCall::new("c1", "store", arguments)).await
 }
 
@@ -48,9 +57,9 @@ fn error_text(result: &ToolResult) -> String {
 async fn json_nested_deeper_than_the_parser_allows_is_an_error() {
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let text = error_text(&run(Value::String(format!("{{\"items\": {deep}}}"))).await);
-    assert!(
-        text.contains("  - root: arguments are not valid JSON (recursion limit exceeded"),
-        "{text}"
+    assert_eq!(
+        text,
+        "Arguments for tool \"store\" are nested deeper than the limit of 128 levels; send flatter arguments"
     );
 }
 

@@ -7,7 +7,7 @@ async fn greet(name: String) -> String {
 }
 
 /// Greet someone else.
-#[tool(timeout = "5s")]
+#[tool(retries = 3)]
 async fn greet_again(name: String) -> String {
     name
 }

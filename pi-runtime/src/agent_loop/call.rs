@@ -10,13 +10,14 @@ use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call,
+    AgentTool, PreparedArguments, ToolContext, ToolResult, prepare_call_within,
     tool_not_found_message,
 };
 
 use super::batch::Batch;
 use super::grace::Grace;
 use super::guard::guarded;
+use super::limits::fit_result;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
 use crate::event::{AgentEvent, ToolCallRef};
@@ -124,7 +125,11 @@ impl Batch<'_, '_> {
                 self.env.tools.names(),
             )));
         };
-        match prepare_call(tool.as_ref(), call.arguments()) {
+        match prepare_call_within(
+            tool.as_ref(),
+            call.arguments(),
+            &self.env.config.argument_limits,
+        ) {
             Ok(args) => Preparation::Ready(Prepared {
                 call,
                 tool: Arc::clone(tool),
@@ -186,13 +191,12 @@ impl Batch<'_, '_> {
         let _close_updates = CloseUpdatesOnDrop(ctx.clone());
         match &self.env.config.after_tool_call {
             None => {
-                let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
+                let result = self.run_tool(&tool, call.arguments(), args, ctx).await;
                 (call, result, started)
             }
             Some(_) => {
                 // Boxed so that the hook's state does not grow every call's future.
-                let result =
-                    Box::pin(self.execute_with_after_hook(&call, tool.as_ref(), args, ctx)).await;
+                let result = Box::pin(self.execute_with_after_hook(&call, &tool, args, ctx)).await;
                 (call, result, started)
             }
         }
@@ -202,12 +206,12 @@ impl Batch<'_, '_> {
     pub(super) async fn execute_with_after_hook(
         &self,
         call: &ToolCallRef,
-        tool: &dyn AgentTool,
+        tool: &Arc<dyn AgentTool>,
         prepared: PreparedArguments,
         ctx: ToolContext,
     ) -> ToolResult {
         let args = prepared.get(call.arguments()).clone();
-        let mut result = execute_prepared(tool, call.arguments(), prepared, ctx).await;
+        let mut result = self.run_tool(tool, call.arguments(), prepared, ctx).await;
         let Some(hook) = &self.env.config.after_tool_call else {
             return result;
         };
@@ -254,13 +258,14 @@ impl Batch<'_, '_> {
         let duration_ms =
             u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
         let ToolResult {
-            content,
+            mut content,
             details,
             usage,
             added_tool_names,
             terminate,
             is_error,
         } = result;
+        fit_result(&mut content, self.env.config.max_result_bytes);
         let message = Arc::new(Message::ToolResult(ToolResultMessage {
             tool_call_id: call.id().to_owned(),
             tool_name: call.name().to_owned(),

@@ -16,12 +16,16 @@ pub(crate) struct Assembler {
     blocks: Vec<BlockState>,
     events: Vec<AssistantEvent>,
     finished: bool,
+    /// How much argument text one call keeps; see [`Assembler::set_max_argument_bytes`].
+    max_argument_bytes: usize,
 }
 
 #[derive(Debug, Default)]
 struct BlockState {
     open: bool,
     arguments: String,
+    /// The argument text went past the limit: the rest of it is dropped.
+    over_limit: bool,
     /// Arguments that arrived whole (Anthropic's `input`, Gemini's `args`), used when no
     /// argument text streamed.
     seeded: Option<Value>,
@@ -42,7 +46,15 @@ impl Assembler {
             blocks: Vec::new(),
             events: vec![start],
             finished: false,
+            max_argument_bytes: pi_tool::DEFAULT_MAX_ARGUMENT_BYTES,
         }
+    }
+
+    /// Past `max_bytes` of a call's argument text, the rest is dropped (no more deltas are
+    /// emitted) and the call ends with the text so far as a string, which the agent loop's
+    /// argument limit refuses: a runaway stream does not fill memory.
+    pub(crate) fn set_max_argument_bytes(&mut self, max_bytes: usize) {
+        self.max_argument_bytes = max_bytes;
     }
 
     /// Events emitted since the last call.
@@ -253,7 +265,12 @@ impl Assembler {
             return;
         }
         if let Some(state) = self.blocks.get_mut(index) {
+            if state.over_limit {
+                return;
+            }
             state.arguments.push_str(delta);
+            // The delta that crosses the limit is kept, so the text is over it and says so.
+            state.over_limit = state.arguments.len() > self.max_argument_bytes;
             self.events.push(AssistantEvent::ToolCallDelta {
                 content_index: index,
                 delta: delta.to_owned(),
@@ -265,7 +282,13 @@ impl Assembler {
     /// extend what streamed), without a delta event.
     pub(crate) fn tool_set_arguments(&mut self, index: usize, arguments: &str) {
         if let Some(state) = self.blocks.get_mut(index) {
-            arguments.clone_into(&mut state.arguments);
+            state.over_limit = arguments.len() > self.max_argument_bytes;
+            let kept = if state.over_limit {
+                prefix_over(arguments, self.max_argument_bytes)
+            } else {
+                arguments
+            };
+            kept.clone_into(&mut state.arguments);
         }
     }
 
@@ -295,6 +318,7 @@ impl Assembler {
         };
         state.open = false;
         let raw = std::mem::take(&mut state.arguments);
+        let over_limit = std::mem::take(&mut state.over_limit);
         let seeded = state.seeded.take();
         let event = match &mut self.message.content[index] {
             AssistantContent::Text { text, .. } => AssistantEvent::TextEnd {
@@ -308,6 +332,8 @@ impl Assembler {
             AssistantContent::ToolCall(block) => {
                 block.call.arguments = match seeded {
                     Some(arguments) if raw.trim().is_empty() => arguments,
+                    // Not parsed: the text is cut, and the loop refuses it by its length.
+                    _ if over_limit => Value::String(raw),
                     _ => parse_arguments(&raw),
                 };
                 AssistantEvent::ToolCallEnd {
@@ -375,6 +401,10 @@ impl Assembler {
             if let (true, AssistantContent::ToolCall(block)) =
                 (state.open, &mut self.message.content[index])
             {
+                if state.over_limit {
+                    block.call.arguments = Value::String(std::mem::take(&mut state.arguments));
+                    continue;
+                }
                 let mut partial = super::PartialJson::new();
                 partial.push(&state.arguments);
                 block.call.arguments = match state.seeded.take() {
@@ -394,4 +424,13 @@ impl Assembler {
             error: self.message.clone(),
         });
     }
+}
+
+/// The shortest prefix of `text` longer than `limit` bytes (ending on a character boundary).
+fn prefix_over(text: &str, limit: usize) -> &str {
+    let mut cut = limit.saturating_add(1).min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &text[..cut]
 }

@@ -69,6 +69,13 @@ impl ResponseDecoder {
         }
     }
 
+    /// Sets how many bytes of one tool call's argument text are kept (the provider's
+    /// `max_argument_bytes`).
+    pub(crate) fn with_max_argument_bytes(mut self, max_bytes: usize) -> Self {
+        self.out.set_max_argument_bytes(max_bytes);
+        self
+    }
+
     /// Feeds body bytes (any split); returns the events they complete. The first call also
     /// returns `Start`.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<AssistantEvent> {

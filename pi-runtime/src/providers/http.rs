@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
@@ -123,6 +123,7 @@ pub(crate) fn stream<'a>(
         decoder,
         queue: VecDeque::new(),
         body: None,
+        first_byte_by: None,
     };
     futures_util::stream::unfold(state, |mut state| async move {
         loop {
@@ -147,6 +148,9 @@ struct Exchange<'a> {
     decoder: ResponseDecoder,
     queue: VecDeque<AssistantEvent>,
     body: Option<reqwest::Response>,
+    /// Until the body's first chunk: when the first-byte timeout runs out (counted from the
+    /// request that got the response).
+    first_byte_by: Option<Instant>,
 }
 
 impl Exchange<'_> {
@@ -162,8 +166,9 @@ impl Exchange<'_> {
                 Err(message) => return self.decoder.fail(StopReason::Error, message),
             };
             return match self.connect(&request).await {
-                Ok(response) => {
+                Ok((response, first_byte_by)) => {
                     self.body = Some(response);
+                    self.first_byte_by = first_byte_by;
                     self.decoder.push(&[])
                 }
                 Err((reason, message)) => self.decoder.fail(reason, message),
@@ -173,12 +178,18 @@ impl Exchange<'_> {
             return self.decoder.finish();
         };
         let idle = self.settings.idle_timeout;
+        let wait = self
+            .first_byte_by
+            .map_or(idle, |by| by.saturating_duration_since(Instant::now()));
         let chunk = tokio::select! {
             () = signal.cancelled() => return self.decoder.fail(StopReason::Aborted, ABORTED),
-            chunk = tokio::time::timeout(idle, response.chunk()) => chunk,
+            chunk = tokio::time::timeout(wait, response.chunk()) => chunk,
         };
         match chunk {
-            Ok(Ok(Some(bytes))) => self.decoder.push(&bytes),
+            Ok(Ok(Some(bytes))) => {
+                self.first_byte_by = None;
+                self.decoder.push(&bytes)
+            }
             Ok(Ok(None)) => {
                 self.body = None;
                 self.decoder.finish()
@@ -194,10 +205,11 @@ impl Exchange<'_> {
             }
             Err(_) => {
                 self.body = None;
-                self.decoder.fail(
-                    StopReason::Error,
-                    format!("No data from the provider for {idle:?}"),
-                )
+                let message = match self.first_byte_by {
+                    Some(_) => first_byte_message(self.settings.first_byte_timeout),
+                    None => format!("No data from the provider for {idle:?} (idle_timeout)"),
+                };
+                self.decoder.fail(StopReason::Error, message)
             }
         }
     }
@@ -206,7 +218,7 @@ impl Exchange<'_> {
     async fn connect(
         &self,
         request: &WireRequest,
-    ) -> Result<reqwest::Response, (StopReason, String)> {
+    ) -> Result<(reqwest::Response, Option<Instant>), (StopReason, String)> {
         let client = self
             .client
             .get(self.settings)
@@ -227,8 +239,9 @@ impl Exchange<'_> {
             {
                 builder = builder.header(name.as_str(), value.as_str());
             }
+            let sent_at = Instant::now();
             let send = tokio::time::timeout(
-                self.settings.idle_timeout,
+                self.settings.first_byte_timeout,
                 builder.body(body.clone()).send(),
             );
             let outcome = tokio::select! {
@@ -236,7 +249,11 @@ impl Exchange<'_> {
                 outcome = send => outcome,
             };
             let (message, wait) = match outcome {
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) if response.status().is_success() => {
+                    // A timeout too long to add to an instant leaves the idle timeout to act.
+                    let first_byte_by = sent_at.checked_add(self.settings.first_byte_timeout);
+                    return Ok((response, first_byte_by));
+                }
                 Ok(Ok(response)) => {
                     let status = response.status();
                     let retry_after = retry_after(&response);
@@ -251,13 +268,7 @@ impl Exchange<'_> {
                     (message, retry_after)
                 }
                 Ok(Err(err)) => (format!("Connection error: {}", error_chain(&err)), None),
-                Err(_) => (
-                    format!(
-                        "No response from the provider within {:?}",
-                        self.settings.idle_timeout
-                    ),
-                    None,
-                ),
+                Err(_) => (first_byte_message(self.settings.first_byte_timeout), None),
             };
             if attempt >= self.settings.max_retries {
                 return Err((StopReason::Error, message));
@@ -280,6 +291,11 @@ impl Exchange<'_> {
             attempt += 1;
         }
     }
+}
+
+/// The error of a request whose response did not start in time.
+fn first_byte_message(timeout: Duration) -> String {
+    format!("No response from the provider within {timeout:?} (first_byte_timeout)")
 }
 
 /// 429 (rate limit), 408, and 5xx (529: Anthropic's "overloaded") are worth another try.

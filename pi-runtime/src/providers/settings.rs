@@ -5,7 +5,10 @@ use std::time::Duration;
 
 /// Default time to establish a connection.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default longest silence while waiting for the response to start or for the next chunk.
+/// Default longest wait from sending a request to the first byte of its response body
+/// (generous: a local server may read a long prompt before it answers at all).
+pub(crate) const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default longest silence between two chunks of a response that has started.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default number of retries after a 429, a 408, a 5xx or a failed connection.
 pub(crate) const MAX_RETRIES: u32 = 3;
@@ -25,12 +28,14 @@ pub(crate) struct Settings {
     /// Environment variables read for the key when none is set, first set wins.
     pub(crate) api_key_env: Vec<String>,
     pub(crate) connect_timeout: Duration,
+    pub(crate) first_byte_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) max_retries: u32,
     pub(crate) retry_delay: Duration,
     pub(crate) headers: BTreeMap<String, String>,
     pub(crate) images: bool,
     pub(crate) max_tokens: Option<u32>,
+    pub(crate) max_argument_bytes: usize,
 }
 
 /// Like the derived `Debug`, with the key and header values hidden (a logged model must not
@@ -44,12 +49,14 @@ impl std::fmt::Debug for Settings {
             .field("api_key", &self.api_key.as_ref().map(|_| "<hidden>"))
             .field("api_key_env", &self.api_key_env)
             .field("connect_timeout", &self.connect_timeout)
+            .field("first_byte_timeout", &self.first_byte_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_delay", &self.retry_delay)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("images", &self.images)
             .field("max_tokens", &self.max_tokens)
+            .field("max_argument_bytes", &self.max_argument_bytes)
             .finish()
     }
 }
@@ -78,12 +85,14 @@ impl Settings {
             api_key: None,
             api_key_env: key_env.iter().map(|v| (*v).to_owned()).collect(),
             connect_timeout: CONNECT_TIMEOUT,
+            first_byte_timeout: FIRST_BYTE_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
             max_retries: MAX_RETRIES,
             retry_delay: RETRY_DELAY,
             headers: BTreeMap::new(),
             images: true,
             max_tokens: None,
+            max_argument_bytes: pi_tool::DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
 
@@ -140,8 +149,18 @@ macro_rules! settings_builder {
                 self
             }
 
-            /// The longest silence allowed while waiting for the response headers or the next
-            /// chunk of the stream (default 300 s).
+            /// The longest wait from sending a request to the first byte of the response body,
+            /// headers included (default 300 s); a request that stalls longer ends in an error
+            /// event `No response from the provider within <timeout> (first_byte_timeout)`
+            /// (after the retries).
+            pub fn first_byte_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.settings.first_byte_timeout = timeout;
+                self
+            }
+
+            /// The longest silence allowed between two chunks of a stream that has started
+            /// (default 300 s); a longer one ends the stream with the error event `No data from
+            /// the provider for <timeout> (idle_timeout)`.
             pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
                 self.settings.idle_timeout = timeout;
                 self
@@ -179,6 +198,15 @@ macro_rules! settings_builder {
                 self
             }
 
+            /// The most bytes of one tool call's argument text kept from the stream (default
+            /// 1 MiB, the agent loop's default argument limit). Past it the rest is dropped, so
+            /// a runaway stream cannot fill memory, and the call's arguments are the text so
+            /// far, which the loop refuses by its `argument_limits`. Raise both together.
+            pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
+                self.settings.max_argument_bytes = bytes;
+                self
+            }
+
             /// A decoder for this provider's response stream: bytes in, events out.
             pub fn decoder(&self) -> $crate::providers::ResponseDecoder {
                 $crate::providers::ResponseDecoder::new(
@@ -187,6 +215,7 @@ macro_rules! settings_builder {
                     &self.settings.provider,
                     &self.settings.model,
                 )
+                .with_max_argument_bytes(self.settings.max_argument_bytes)
             }
         }
     };

@@ -164,10 +164,12 @@ pub(super) fn fit_result(content: &mut Vec<Content>, max_bytes: usize) {
             return false;
         }
         if text.len() > budget {
-            let cut = cut_point(text, budget);
-            text.truncate(cut);
+            // Cut here and drop later text: it would read as if it followed the cut directly.
+            text.truncate(cut_point(text, budget));
+            budget = 0;
+        } else {
+            budget -= text.len();
         }
-        budget -= text.len();
         kept += text.len();
         !text.is_empty()
     });

@@ -7,8 +7,8 @@ mod support;
 use serde_json::json;
 use support::mock_model::{MockModel, Reply};
 use support::{
-    Service, count, ledger_in, ledger_lines, prompt, prompt_at, transcript, wait_for,
-    wait_for_ledger,
+    Service, count, ledger_in, ledger_lines, prompt, prompt_at, start_session_service, transcript,
+    wait_for, wait_for_ledger,
 };
 
 fn crash_script() -> Vec<Reply> {
@@ -184,12 +184,7 @@ fn a_restate_server_restart_mid_session_loses_no_completed_step() {
     };
     let dir = tempfile::tempdir().expect("a temp dir");
     let model = MockModel::start(crash_script());
-    let ledger = ledger_in(&dir);
-    let service = Service::start(&[
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
-    ]);
-    restate.register(&service.url()).expect("registered");
+    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
 
     let ingress = restate.ingress;
     let first_try = std::thread::spawn(move || prompt_at(ingress, "server", "go", Some("run-1")));
@@ -237,12 +232,7 @@ fn abort_cancels_the_running_prompt_and_the_session_takes_the_next_one() {
         Reply::Text("never reached"),
         Reply::Text("after the abort"),
     ]);
-    let ledger = ledger_in(&dir);
-    let service = Service::start(&[
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
-    ]);
-    restate.register(&service.url()).expect("registered");
+    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "stop", "go", None));

@@ -13,7 +13,10 @@ use pi_runtime::Agent;
 use pi_runtime::providers::OpenAiCompletions;
 use serde_json::json;
 use support::mock_model::{MockModel, Reply};
-use support::{Service, count, ledger_in, ledger_lines, prompt, transcript, wait_for_ledger};
+use support::{
+    Service, count, ledger_in, ledger_lines, prompt, start_session_service, transcript,
+    wait_for_ledger,
+};
 
 fn multi_turn_script() -> Vec<Reply> {
     vec![
@@ -108,12 +111,7 @@ fn a_service_killed_mid_tool_resumes_without_repeating_completed_steps() {
         Reply::Calls(vec![("c2", "work", json!({"label": "victim", "ms": 1500}))]),
         Reply::Text("finished"),
     ]);
-    let ledger = ledger_in(&dir);
-    let mut service = Service::start(&[
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
-    ]);
-    restate.register(&service.url()).expect("registered");
+    let (ledger, mut service) = start_session_service(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "crash", "go", None));
@@ -161,12 +159,7 @@ fn the_same_prompt_sent_twice_with_one_idempotency_key_runs_once() {
         Reply::Calls(vec![("c1", "work", json!({"label": "once", "ms": 0}))]),
         Reply::Text("ok"),
     ]);
-    let ledger = ledger_in(&dir);
-    let service = Service::start(&[
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
-    ]);
-    restate.register(&service.url()).expect("registered");
+    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
 
     let first = prompt(&restate, "idem", "go", Some("prompt-1")).expect("first");
     let second = prompt(&restate, "idem", "go", Some("prompt-1")).expect("second");
@@ -194,12 +187,7 @@ fn a_steering_message_sent_while_a_tool_runs_reaches_the_next_model_request() {
         Reply::Calls(vec![("c1", "work", json!({"label": "slow", "ms": 1000}))]),
         Reply::Text("steered"),
     ]);
-    let ledger = ledger_in(&dir);
-    let service = Service::start(&[
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
-    ]);
-    restate.register(&service.url()).expect("registered");
+    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "steer", "go", None));

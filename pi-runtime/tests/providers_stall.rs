@@ -131,43 +131,55 @@ async fn error_message(model: &dyn Model) -> String {
     }
 }
 
-#[tokio::test]
-async fn no_response_at_all_hits_the_first_byte_timeout() {
-    let url = stalling_server(Stall::BeforeHeaders).await;
-    // The idle timeout is long: only the first-byte timeout can end these.
-    for model in providers(&url, Duration::from_millis(300), Duration::from_secs(60)) {
+/// Every provider, against a server stalling at `stall`, ends in an error event saying `expected`.
+async fn every_provider_ends_with(
+    stall: Stall,
+    first_byte: Duration,
+    idle: Duration,
+    expected: &str,
+) {
+    let url = stalling_server(stall).await;
+    for model in providers(&url, first_byte, idle) {
         assert_eq!(
             error_message(model.as_ref()).await,
-            "No response from the provider within 300ms (first_byte_timeout)",
+            expected,
             "{}",
             model.api()
         );
     }
+}
+
+// In each test one timeout is long, so only the other can end the request.
+
+#[tokio::test]
+async fn no_response_at_all_hits_the_first_byte_timeout() {
+    every_provider_ends_with(
+        Stall::BeforeHeaders,
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+        "No response from the provider within 300ms (first_byte_timeout)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn headers_without_a_body_hit_the_first_byte_timeout() {
-    let url = stalling_server(Stall::AfterHeaders).await;
-    for model in providers(&url, Duration::from_millis(300), Duration::from_secs(60)) {
-        assert_eq!(
-            error_message(model.as_ref()).await,
-            "No response from the provider within 300ms (first_byte_timeout)",
-            "{}",
-            model.api()
-        );
-    }
+    every_provider_ends_with(
+        Stall::AfterHeaders,
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+        "No response from the provider within 300ms (first_byte_timeout)",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_stream_that_stops_hits_the_idle_timeout() {
-    let url = stalling_server(Stall::MidStream).await;
-    // The first-byte timeout is long: only the idle timeout can end these.
-    for model in providers(&url, Duration::from_secs(60), Duration::from_millis(300)) {
-        assert_eq!(
-            error_message(model.as_ref()).await,
-            "No data from the provider for 300ms (idle_timeout)",
-            "{}",
-            model.api()
-        );
-    }
+    every_provider_ends_with(
+        Stall::MidStream,
+        Duration::from_secs(60),
+        Duration::from_millis(300),
+        "No data from the provider for 300ms (idle_timeout)",
+    )
+    .await;
 }

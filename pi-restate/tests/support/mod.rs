@@ -127,6 +127,22 @@ pub(crate) fn count(lines: &[String], line: &str) -> usize {
 }
 
 /// A fresh ledger path in `dir`.
+/// The session service most tests run: its model at `model_url`, its tools writing to a ledger
+/// in `dir`, registered with `restate`. Returns the ledger's path and the running service.
+pub(crate) fn start_session_service(
+    restate: &LocalRestate,
+    dir: &tempfile::TempDir,
+    model_url: &str,
+) -> (PathBuf, Service) {
+    let ledger = ledger_in(dir);
+    let service = Service::start(&[
+        ("PI_FIXTURE_MODEL_URL", model_url),
+        ("PI_FIXTURE_LEDGER", ledger.to_str().expect("utf-8 path")),
+    ]);
+    restate.register(&service.url()).expect("registered");
+    (ledger, service)
+}
+
 pub(crate) fn ledger_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("ledger.txt")
 }

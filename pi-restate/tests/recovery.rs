@@ -184,7 +184,7 @@ fn a_restate_server_restart_mid_session_loses_no_completed_step() {
     };
     let dir = tempfile::tempdir().expect("a temp dir");
     let model = MockModel::start(crash_script());
-    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
+    let (ledger, _service) = start_session_service(&restate, &dir, &model.url());
 
     let ingress = restate.ingress;
     let first_try = std::thread::spawn(move || prompt_at(ingress, "server", "go", Some("run-1")));
@@ -232,7 +232,7 @@ fn abort_cancels_the_running_prompt_and_the_session_takes_the_next_one() {
         Reply::Text("never reached"),
         Reply::Text("after the abort"),
     ]);
-    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
+    let (ledger, _service) = start_session_service(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "stop", "go", None));

@@ -159,7 +159,7 @@ fn the_same_prompt_sent_twice_with_one_idempotency_key_runs_once() {
         Reply::Calls(vec![("c1", "work", json!({"label": "once", "ms": 0}))]),
         Reply::Text("ok"),
     ]);
-    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
+    let (ledger, _service) = start_session_service(&restate, &dir, &model.url());
 
     let first = prompt(&restate, "idem", "go", Some("prompt-1")).expect("first");
     let second = prompt(&restate, "idem", "go", Some("prompt-1")).expect("second");
@@ -187,7 +187,7 @@ fn a_steering_message_sent_while_a_tool_runs_reaches_the_next_model_request() {
         Reply::Calls(vec![("c1", "work", json!({"label": "slow", "ms": 1000}))]),
         Reply::Text("steered"),
     ]);
-    let (ledger, service) = start_session_service(&restate, &dir, &model.url());
+    let (ledger, _service) = start_session_service(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "steer", "go", None));

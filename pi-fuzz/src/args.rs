@@ -7,7 +7,10 @@ use std::num::{NonZeroI32, NonZeroU64};
 use std::sync::LazyLock;
 
 use pi_runtime::providers::PartialJson;
-use pi_tool::{Json, State, ToolCall, ToolContext, ToolRegistry, tool, validate_arguments};
+use pi_tool::{
+    DEFAULT_MAX_ARGUMENT_DEPTH, Json, State, ToolCall, ToolContext, ToolRegistry, tool,
+    validate_arguments,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -253,11 +256,48 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
         .unwrap_or_else(|err| panic!("a current-thread runtime: {err}"))
 });
 
+/// How deeply `arguments` nest, counted here rather than by the code under test: levels of
+/// objects and arrays of a parsed value, or for argument text that stayed a string, the deepest
+/// run of brackets left open outside string literals (`{}` is one level, `{"a": []}` two).
+fn nesting(arguments: &Value) -> usize {
+    match arguments {
+        Value::String(text) => {
+            let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+            for c in text.chars() {
+                match (in_string, escaped, c) {
+                    (true, true, _) => escaped = false,
+                    (true, false, '\\') => escaped = true,
+                    (true, false, '"') | (false, _, '"') => in_string = !in_string,
+                    (false, _, '[' | '{') => {
+                        depth += 1;
+                        deepest = deepest.max(depth);
+                    }
+                    (false, _, ']' | '}') => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+            }
+            deepest
+        }
+        Value::Array(items) => 1 + items.iter().map(nesting_of_value).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(nesting_of_value).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// [`nesting`] of a value inside parsed arguments (a string there is a leaf).
+fn nesting_of_value(value: &Value) -> usize {
+    match value {
+        Value::String(_) => 0,
+        other => nesting(other),
+    }
+}
+
 /// Input: a tool-selector byte, then the argument text a model streamed (lossy UTF-8), read as
 /// the providers read it ([`PartialJson::finish`]: JSON, repaired JSON, or the raw string).
 ///
 /// Asserts: the call gives exactly one result; an error result is `Tool <name> not found`
-/// for the unknown tool and our validation report (`Validation failed for tool "<name>":`,
+/// for the unknown tool, the depth limit's refusal for arguments nested deeper than 64 levels
+/// (counted independently), and our validation report (`Validation failed for tool "<name>":`,
 /// with the received arguments) otherwise, never a serde error after validation passed nor a
 /// panic; a success echoes what was deserialized, and that echo, sent again as arguments,
 /// validates and deserializes to the same echo.
@@ -268,8 +308,8 @@ pub fn args_pipeline(data: &[u8]) {
     let name = TOOL_NAMES[usize::from(selector) % TOOL_NAMES.len()];
     let mut parser = PartialJson::new();
     parser.push(&String::from_utf8_lossy(body));
-    let arguments = parser.finish();
-    let result = RUNTIME.block_on(REGISTRY.run(&ToolCall::new("call-1", name, arguments)));
+    let call = ToolCall::new("call-1", name, parser.finish());
+    let result = RUNTIME.block_on(REGISTRY.run(&call));
     let text = result.text_content();
     let Some(tool) = REGISTRY.get(name) else {
         assert!(result.is_error, "an unknown tool ran");
@@ -280,6 +320,14 @@ pub fn args_pipeline(data: &[u8]) {
         return;
     };
     if result.is_error {
+        if text.starts_with(&format!("Arguments for tool \"{name}\" are nested deeper")) {
+            assert!(
+                nesting(&call.arguments) > DEFAULT_MAX_ARGUMENT_DEPTH,
+                "refused as too deep at {} levels: {text}",
+                nesting(&call.arguments)
+            );
+            return;
+        }
         let header = format!("Validation failed for tool \"{name}\":\n  - ");
         assert!(
             text.starts_with(&header) && text.contains("\n\nReceived arguments:\n"),

@@ -377,3 +377,12 @@ fn regression_unframed_text_at_its_bound() {
     let input = std::fs::read(path).expect("the regression input");
     run("sse", "unframed text at its bound", &input);
 }
+
+/// Found by cargo-fuzz (`args_pipeline`): arguments nested 70 levels deep were refused by the
+/// depth limit, an error the target did not yet accept (it expected a validation report).
+#[test]
+fn regression_arguments_deeper_than_the_limit() {
+    let path = regressions("args_pipeline").join("arguments-deeper-than-the-limit");
+    let input = std::fs::read(path).expect("the regression input");
+    run("args_pipeline", "arguments deeper than the limit", &input);
+}

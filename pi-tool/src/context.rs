@@ -18,6 +18,75 @@ use crate::{ToolError, ToolResult};
 /// same context's `update` (it would wait for itself).
 pub type UpdateSink = Arc<dyn Fn(ToolResult) + Send + Sync>;
 
+/// A host that runs many calls at once (an agent loop's batch of tool calls) and keeps their
+/// ids and their partial results itself, so that each call's [`ToolContext`] costs one
+/// allocation instead of one for the context, one for the id and one for an update closure.
+///
+/// `call` is the number the host gave the context in [`ToolContext::hosted`] (e.g. the call's
+/// position in the model's message).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use pi_tool::{CallHost, ToolContext, ToolResult};
+///
+/// struct Batch {
+///     ids: Vec<String>,
+///     updates: Mutex<Vec<(usize, ToolResult)>>,
+/// }
+///
+/// impl CallHost for Batch {
+///     fn tool_call_id(&self, call: usize) -> &str {
+///         &self.ids[call]
+///     }
+///     fn update(&self, call: usize, partial: ToolResult) {
+///         self.updates.lock().unwrap().push((call, partial));
+///     }
+/// }
+///
+/// let batch = Arc::new(Batch { ids: vec!["c0".into(), "c1".into()], updates: Mutex::default() });
+/// let ctx = ToolContext::hosted(batch.clone(), 1);
+/// assert_eq!(ctx.tool_call_id(), "c1");
+/// ctx.update(ToolResult::text("half way"));
+/// assert_eq!(batch.updates.lock().unwrap()[0].0, 1);
+/// ```
+pub trait CallHost: Send + Sync + 'static {
+    /// The id of call number `call`.
+    fn tool_call_id(&self, call: usize) -> &str;
+
+    /// Receives a partial result of call number `call`. It is called while the context holds
+    /// its update lock, so it must not call back into the same context's `update`.
+    fn update(&self, call: usize, partial: ToolResult);
+
+    /// The host's abort signal: each call's own signal is a child of it, so cancelling it
+    /// aborts every call (as [`ToolContext::with_parent_signal`] does for one context).
+    /// `None` (the default): each call has an independent signal.
+    fn signal(&self) -> Option<&CancellationToken> {
+        None
+    }
+
+    /// Shared state for every call of the host ([`State<T>`] parameters), unless a context
+    /// is given its own with [`ToolContext::with_state`]. `None` (the default): no state.
+    fn state(&self) -> Option<&StateMap> {
+        None
+    }
+}
+
+/// The state of a context that has none.
+static NO_STATE: StateMap = StateMap { values: None };
+
+/// Who a context belongs to: a call of its own (id and sink held here) or a call of a host.
+#[derive(Clone)]
+enum CallIdentity {
+    Own {
+        tool_call_id: String,
+        updates: Option<UpdateSink>,
+    },
+    Hosted {
+        host: Arc<dyn CallHost>,
+        call: usize,
+    },
+}
+
 /// The per-call context handed to a tool: call id, abort signal, update channel, shared state.
 ///
 /// A `#[tool]` fn receives it by declaring a parameter of type `ToolContext`. Cloning is cheap
@@ -29,7 +98,7 @@ pub struct ToolContext {
 
 /// Everything in one allocation: a call costs one context, not one per field.
 struct ContextInner {
-    tool_call_id: String,
+    call: CallIdentity,
     /// A key that stays the same when a durable host runs the same call again (after a crash),
     /// so a side-effecting tool can deduplicate its effect. `None` in-process.
     idempotency_key: Option<Arc<str>>,
@@ -37,10 +106,11 @@ struct ContextInner {
     /// token up front.
     signal: OnceLock<CancellationToken>,
     /// The host's token this call's own signal derives from: cancelling it cancels the call,
-    /// while the call cancelling its own signal leaves the host's token alone.
+    /// while the call cancelling its own signal leaves the host's token alone. When `None`, a
+    /// [`CallHost`]'s signal is the parent.
     parent: Option<CancellationToken>,
-    updates: Option<UpdateSink>,
-    state: StateMap,
+    /// The context's own state; when `None`, its [`CallHost`]'s.
+    state: Option<StateMap>,
     /// Whether updates still reach the sink. A lock rather than a flag, so that once
     /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
     accepting_updates: Mutex<bool>,
@@ -49,11 +119,10 @@ struct ContextInner {
 impl ContextInner {
     fn duplicate(&self) -> Self {
         ContextInner {
-            tool_call_id: self.tool_call_id.clone(),
+            call: self.call.clone(),
             idempotency_key: self.idempotency_key.clone(),
             signal: self.signal.clone(),
             parent: self.parent.clone(),
-            updates: self.updates.clone(),
             state: self.state.clone(),
             accepting_updates: Mutex::new(*self.accepting()),
         }
@@ -70,14 +139,26 @@ impl ContextInner {
 impl ToolContext {
     /// A context for the call `tool_call_id`, with its own signal, no update sink and no state.
     pub fn new(tool_call_id: impl Into<String>) -> Self {
+        ToolContext::with_identity(CallIdentity::Own {
+            tool_call_id: tool_call_id.into(),
+            updates: None,
+        })
+    }
+
+    /// A context for call number `call` of `host`, which holds the call's id and receives its
+    /// updates (see [`CallHost`]); otherwise like [`new`](Self::new).
+    pub fn hosted(host: Arc<dyn CallHost>, call: usize) -> Self {
+        ToolContext::with_identity(CallIdentity::Hosted { host, call })
+    }
+
+    fn with_identity(call: CallIdentity) -> Self {
         ToolContext {
             inner: Arc::new(ContextInner {
-                tool_call_id: tool_call_id.into(),
+                call,
                 idempotency_key: None,
                 signal: OnceLock::new(),
                 parent: None,
-                updates: None,
-                state: StateMap::default(),
+                state: None,
                 accepting_updates: Mutex::new(true),
             }),
         }
@@ -112,23 +193,38 @@ impl ToolContext {
         self
     }
 
-    /// Sends partial results to `sink`.
+    /// Sends partial results to `sink` (instead of a host's [`CallHost::update`]).
     #[must_use]
     pub fn with_updates(mut self, sink: UpdateSink) -> Self {
-        self.inner_mut().updates = Some(sink);
+        let tool_call_id = self.tool_call_id().to_owned();
+        self.inner_mut().call = CallIdentity::Own {
+            tool_call_id,
+            updates: Some(sink),
+        };
         self
     }
 
     /// Makes `state` available to [`State<T>`] parameters.
     #[must_use]
     pub fn with_state(mut self, state: StateMap) -> Self {
-        self.inner_mut().state = state;
+        self.inner_mut().state = Some(state);
         self
     }
 
     /// The id of the call being executed.
     pub fn tool_call_id(&self) -> &str {
-        &self.inner.tool_call_id
+        match &self.inner.call {
+            CallIdentity::Own { tool_call_id, .. } => tool_call_id,
+            CallIdentity::Hosted { host, call } => host.tool_call_id(*call),
+        }
+    }
+
+    /// Whether updates have somewhere to go.
+    fn has_updates(&self) -> bool {
+        match &self.inner.call {
+            CallIdentity::Own { updates, .. } => updates.is_some(),
+            CallIdentity::Hosted { .. } => true,
+        }
     }
 
     /// Sets the call's idempotency key (a durable host does, e.g. `pi-restate`: session id and
@@ -149,21 +245,26 @@ impl ToolContext {
     /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
     /// [`CancellationToken::cancelled`] and return early.
     pub fn signal(&self) -> &CancellationToken {
-        self.inner.signal.get_or_init(|| match &self.inner.parent {
+        self.inner.signal.get_or_init(|| match self.parent() {
             Some(parent) => parent.child_token(),
             None => CancellationToken::new(),
         })
+    }
+
+    /// The token the call's own signal derives from: its own parent, or its host's signal.
+    fn parent(&self) -> Option<&CancellationToken> {
+        match (&self.inner.parent, &self.inner.call) {
+            (Some(parent), _) => Some(parent),
+            (None, CallIdentity::Hosted { host, .. }) => host.signal(),
+            (None, CallIdentity::Own { .. }) => None,
+        }
     }
 
     /// Whether the call has been aborted (the run's signal, or the call's own).
     pub fn is_aborted(&self) -> bool {
         match self.inner.signal.get() {
             Some(signal) => signal.is_cancelled(),
-            None => self
-                .inner
-                .parent
-                .as_ref()
-                .is_some_and(CancellationToken::is_cancelled),
+            None => self.parent().is_some_and(CancellationToken::is_cancelled),
         }
     }
 
@@ -172,10 +273,7 @@ impl ToolContext {
     /// Ignored once the tool has finished, so a stray late update never reaches the host after
     /// the final result.
     pub fn update<D: Serialize>(&self, partial: ToolResult<D>) {
-        let Some(sink) = &self.inner.updates else {
-            return;
-        };
-        if !*self.inner.accepting() {
+        if !self.has_updates() || !*self.inner.accepting() {
             return;
         }
         let partial = match partial.into_value() {
@@ -185,7 +283,14 @@ impl ToolContext {
         // Delivered under the lock, so `close_updates` cannot slip in between check and send.
         let accepting = self.inner.accepting();
         if *accepting {
-            sink(partial);
+            match &self.inner.call {
+                CallIdentity::Own {
+                    updates: Some(sink),
+                    ..
+                } => sink(partial),
+                CallIdentity::Own { updates: None, .. } => {}
+                CallIdentity::Hosted { host, call } => host.update(*call, partial),
+            }
         }
     }
 
@@ -199,18 +304,22 @@ impl ToolContext {
 
     /// The shared state of this call.
     pub fn state(&self) -> &StateMap {
-        &self.inner.state
+        match (&self.inner.state, &self.inner.call) {
+            (Some(state), _) => state,
+            (None, CallIdentity::Hosted { host, .. }) => host.state().unwrap_or(&NO_STATE),
+            (None, CallIdentity::Own { .. }) => &NO_STATE,
+        }
     }
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("tool_call_id", &self.inner.tool_call_id)
+            .field("tool_call_id", &self.tool_call_id())
             .field("idempotency_key", &self.inner.idempotency_key)
             .field("aborted", &self.is_aborted())
-            .field("has_update_sink", &self.inner.updates.is_some())
-            .field("state", &self.inner.state)
+            .field("has_update_sink", &self.has_updates())
+            .field("state", self.state())
             .finish()
     }
 }
@@ -224,10 +333,11 @@ type StateEntry = (&'static str, Arc<dyn Any + Send + Sync>);
 /// A value stored as `Arc<T>` (`with_state(Arc::new(db))`, or `Arc<dyn Trait>`) also answers a
 /// request for `T`, so `State<T>` finds it either way.
 ///
-/// Cloning is cheap: the map is shared and copied only when a clone is modified.
+/// Cloning is cheap: the map is shared and copied only when a clone is modified. An empty map
+/// allocates nothing (every call's context starts with one).
 #[derive(Clone, Default)]
 pub struct StateMap {
-    values: Arc<HashMap<TypeId, StateEntry>>,
+    values: Option<Arc<HashMap<TypeId, StateEntry>>>,
 }
 
 impl StateMap {
@@ -244,7 +354,7 @@ impl StateMap {
     /// Stores an already shared value, replacing any earlier value of the same type. `T` may be
     /// unsized: `insert_arc::<dyn Store>(Arc::new(db))` serves `State<dyn Store>`.
     pub fn insert_arc<T: ?Sized + Send + Sync + 'static>(&mut self, value: Arc<T>) {
-        Arc::make_mut(&mut self.values)
+        Arc::make_mut(self.values.get_or_insert_default())
             .insert(TypeId::of::<T>(), (type_name::<T>(), Arc::new(value)));
     }
 
@@ -257,38 +367,42 @@ impl StateMap {
     }
 
     fn lookup<T: ?Sized + 'static>(&self, id: TypeId) -> Option<Arc<T>> {
-        let (_, value) = self.values.get(&id)?;
+        let (_, value) = self.values.as_ref()?.get(&id)?;
         value.downcast_ref::<Arc<T>>().cloned()
     }
 
     /// The names of the stored types, sorted (for error messages).
     pub fn type_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<_> = self.values.values().map(|(name, _)| *name).collect();
+        let mut names: Vec<_> = self.entries().map(|(name, _)| *name).collect();
         names.sort_unstable();
         names
     }
 
     /// How many values are stored.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.values.as_ref().map_or(0, |values| values.len())
     }
 
     /// Whether no value is stored.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.len() == 0
+    }
+
+    fn entries(&self) -> impl Iterator<Item = &StateEntry> {
+        self.values.iter().flat_map(|values| values.values())
     }
 
     /// Adds every value of `other`, replacing values of the same type.
     pub fn extend(&mut self, other: &StateMap) {
-        if other.is_empty() {
+        let Some(others) = other.values.as_ref().filter(|others| !others.is_empty()) else {
             return;
-        }
+        };
         if self.is_empty() {
-            self.values = Arc::clone(&other.values);
+            self.values = Some(Arc::clone(others));
             return;
         }
-        let values = Arc::make_mut(&mut self.values);
-        for (id, value) in other.values.iter() {
+        let values = Arc::make_mut(self.values.get_or_insert_default());
+        for (id, value) in others.iter() {
             values.insert(*id, value.clone());
         }
     }
@@ -297,7 +411,7 @@ impl StateMap {
 impl fmt::Debug for StateMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set()
-            .entries(self.values.values().map(|(name, _)| name))
+            .entries(self.entries().map(|(name, _)| name))
             .finish()
     }
 }
@@ -429,6 +543,115 @@ mod tests {
         assert_eq!(ctx.idempotency_key(), Some("session-7/c1"));
         assert_eq!(rebuilt.idempotency_key(), Some("session-7/c1"));
         assert_eq!(rebuilt.tool_call_id(), "c1");
+    }
+
+    /// A host of two calls that records their updates.
+    struct TwoCalls {
+        signal: CancellationToken,
+        state: StateMap,
+        updates: Mutex<Vec<(usize, String)>>,
+    }
+
+    impl CallHost for TwoCalls {
+        fn tool_call_id(&self, call: usize) -> &str {
+            ["first", "second"][call]
+        }
+        fn update(&self, call: usize, partial: ToolResult) {
+            let text = partial.text_content();
+            self.updates
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((call, text));
+        }
+        fn signal(&self) -> Option<&CancellationToken> {
+            Some(&self.signal)
+        }
+        fn state(&self) -> Option<&StateMap> {
+            Some(&self.state)
+        }
+    }
+
+    fn two_calls() -> Arc<TwoCalls> {
+        let mut state = StateMap::new();
+        state.insert(7_u32);
+        Arc::new(TwoCalls {
+            signal: CancellationToken::new(),
+            state,
+            updates: Mutex::default(),
+        })
+    }
+
+    #[test]
+    fn a_hosted_context_takes_its_id_signal_state_and_updates_from_the_host() {
+        let host = two_calls();
+        let ctx = ToolContext::hosted(host.clone(), 1);
+        assert_eq!(ctx.tool_call_id(), "second");
+        assert_eq!(ctx.state().get::<u32>().as_deref(), Some(&7));
+        ctx.update(ToolResult::text("half way"));
+        ctx.close_updates();
+        ctx.update(ToolResult::text("too late"));
+        let updates = host
+            .updates
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        assert_eq!(updates, vec![(1, "half way".to_owned())]);
+
+        // The host's signal is the parent of each call's own.
+        let asked = ToolContext::hosted(host.clone(), 0);
+        let own = asked.signal().clone();
+        own.cancel();
+        assert!(!host.signal.is_cancelled(), "a call cancels only itself");
+        let untouched = ToolContext::hosted(host.clone(), 1);
+        assert!(!untouched.is_aborted());
+        host.signal.cancel();
+        assert!(untouched.is_aborted());
+    }
+
+    #[test]
+    fn a_hosted_context_given_its_own_state_signal_or_sink_uses_them() {
+        let host = two_calls();
+        let mut state = StateMap::new();
+        state.insert("own");
+        let sink_seen = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&sink_seen);
+        let parent = CancellationToken::new();
+        let ctx = ToolContext::hosted(host.clone(), 0)
+            .with_state(state)
+            .with_parent_signal(parent.clone())
+            .with_updates(Arc::new(move |_| {
+                *seen.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            }));
+        assert_eq!(ctx.tool_call_id(), "first", "the id survives a new sink");
+        assert_eq!(ctx.state().get::<u32>(), None);
+        assert_eq!(ctx.state().get::<&str>().as_deref(), Some(&"own"));
+        ctx.update(ToolResult::text("to the sink"));
+        assert_eq!(*sink_seen.lock().unwrap_or_else(|p| p.into_inner()), 1);
+        assert!(
+            host.updates
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+        );
+        host.signal.cancel();
+        assert!(
+            !ctx.is_aborted(),
+            "its own parent replaces the host's signal"
+        );
+        parent.cancel();
+        assert!(ctx.is_aborted());
+    }
+
+    #[test]
+    fn an_empty_state_map_allocates_nothing_and_answers_nothing() {
+        let state = StateMap::default();
+        assert!(state.is_empty());
+        assert_eq!(state.get::<u32>(), None);
+        assert!(state.type_names().is_empty());
+        let mut extended = StateMap::new();
+        extended.extend(&state);
+        assert!(extended.is_empty());
+        assert_eq!(ToolContext::new("c").state().len(), 0);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod __private {
 
 pub use annotations::ToolAnnotations;
 pub use content::{Content, Cost, Usage};
-pub use context::{SharedState, State, StateMap, ToolContext, UpdateSink};
+pub use context::{CallHost, SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
 pub use limits::{
@@ -40,8 +40,8 @@ pub use limits::{
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, ToolResult};
 pub use run::{
-    PreparedArguments, execute_call, execute_prepared, prepare_call, prepare_call_within,
-    tool_not_found_message,
+    PreparedArguments, ToolCallFuture, execute_call, execute_prepared, prepare_call,
+    prepare_call_within, tool_not_found_message,
 };
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};

@@ -2,9 +2,11 @@
 //! lookup -> `prepare_arguments` -> validate -> execute, every failure an error result.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::suggest::did_you_mean;
@@ -85,45 +87,107 @@ pub fn prepare_call_within(
 
 /// Runs a tool with prepared arguments and turns every outcome into a result: `Err` becomes an
 /// error result with the error's text, a panic `Tool <name> panicked: <message>`. A result the
-/// tool returns with `is_error` set stays an error. Updates sent after this returns are ignored.
-pub async fn execute_call(tool: &dyn AgentTool, arguments: Value, ctx: ToolContext) -> ToolResult {
+/// tool returns with `is_error` set stays an error. Updates sent after the call finishes (or
+/// after its future is dropped) are ignored.
+///
+/// The tool's `execute` runs (and deserializes its arguments) when this is called; the
+/// returned future awaits what it started.
+pub fn execute_call(
+    tool: &dyn AgentTool,
+    arguments: Value,
+    ctx: ToolContext,
+) -> ToolCallFuture<'_> {
     let started =
         std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(arguments, ctx.clone())));
-    settle(tool, started, ctx).await
+    ToolCallFuture::new(tool, started, ctx)
 }
 
 /// [`execute_call`] with the output of [`prepare_call`]: unchanged arguments are lent to the
 /// tool ([`AgentTool::execute_borrowed`]) instead of copied.
-pub async fn execute_prepared(
-    tool: &dyn AgentTool,
+pub fn execute_prepared<'a>(
+    tool: &'a dyn AgentTool,
     raw_arguments: &Value,
     prepared: PreparedArguments,
     ctx: ToolContext,
-) -> ToolResult {
+) -> ToolCallFuture<'a> {
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| match prepared.0 {
         Some(arguments) => tool.execute(arguments, ctx.clone()),
         None => tool.execute_borrowed(raw_arguments, ctx.clone()),
     }));
-    settle(tool, started, ctx).await
+    ToolCallFuture::new(tool, started, ctx)
 }
 
 type Started = std::thread::Result<BoxFuture<'static, Result<ToolResult, ToolError>>>;
 
-/// Awaits a started tool, catching panics, and closes its update channel.
-async fn settle(tool: &dyn AgentTool, started: Started, ctx: ToolContext) -> ToolResult {
-    let outcome = match started {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-        Err(panic) => Err(panic),
-    };
-    ctx.close_updates();
-    match outcome {
-        Ok(Ok(result)) => result,
-        Ok(Err(err)) => ToolResult::error(err.message()),
-        Err(panic) => ToolResult::error(format!(
-            "Tool {} panicked: {}",
-            tool.spec().name,
-            panic_message(&*panic)
-        )),
+/// A started tool call ([`execute_call`], [`execute_prepared`]): awaits the tool's future,
+/// catching its panic, and closes the call's updates when it finishes or is dropped.
+///
+/// A plain struct rather than an `async fn`, so a host's per-call future stays small and the
+/// result is moved out once.
+#[must_use = "a tool call does nothing more unless its future is polled"]
+pub struct ToolCallFuture<'a> {
+    tool: &'a dyn AgentTool,
+    /// `None` once the call has finished.
+    running: Option<Started>,
+    ctx: ToolContext,
+}
+
+impl<'a> ToolCallFuture<'a> {
+    fn new(tool: &'a dyn AgentTool, started: Started, ctx: ToolContext) -> Self {
+        ToolCallFuture {
+            tool,
+            running: Some(started),
+            ctx,
+        }
+    }
+}
+
+impl Future for ToolCallFuture<'_> {
+    type Output = ToolResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolResult> {
+        let this = &mut *self;
+        let polled = match this.running.as_mut() {
+            Some(Ok(future)) => {
+                std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+            }
+            Some(Err(_)) => match this.running.take() {
+                Some(Err(panic)) => Err(panic),
+                _ => unreachable!("matched `Some(Err(_))` above"),
+            },
+            None => panic!("a `ToolCallFuture` was polled after it finished"),
+        };
+        let result = match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(result))) => result,
+            Ok(Poll::Ready(Err(err))) => ToolResult::error(err.message()),
+            Err(panic) => ToolResult::error(format!(
+                "Tool {} panicked: {}",
+                this.tool.spec().name,
+                panic_message(&*panic)
+            )),
+        };
+        // The tool's future goes first, then its updates stop.
+        this.running = None;
+        this.ctx.close_updates();
+        Poll::Ready(result)
+    }
+}
+
+impl Drop for ToolCallFuture<'_> {
+    fn drop(&mut self) {
+        if self.running.take().is_some() {
+            self.ctx.close_updates();
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolCallFuture<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCallFuture")
+            .field("tool", &self.tool.spec().name)
+            .field("finished", &self.running.is_none())
+            .finish_non_exhaustive()
     }
 }
 
@@ -135,5 +199,89 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
         message.clone()
     } else {
         "the panic carried no message".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures_util::FutureExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{FnTool, tool_fn};
+
+    /// A tool that sends an update, then waits forever (until its future is dropped).
+    fn waiting_tool() -> FnTool {
+        let handler = |_args, ctx: ToolContext| async move {
+            ctx.update(ToolResult::text("started"));
+            std::future::pending::<()>().await;
+            Ok::<_, ToolError>(ToolResult::text("done"))
+        };
+        tool_fn(
+            "wait",
+            "Send an update, then wait.",
+            json!({"type": "object"}),
+            handler,
+        )
+        .expect("a valid tool")
+    }
+
+    #[test]
+    fn dropping_a_running_call_closes_its_updates() {
+        let tool = waiting_tool();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let ctx = ToolContext::new("c1").with_updates(Arc::new(move |partial: ToolResult| {
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(partial.text_content());
+        }));
+        let leftover = ctx.clone();
+        let mut call = execute_call(&tool, json!({}), ctx);
+        assert!((&mut call).now_or_never().is_none(), "the tool waits");
+        drop(call);
+        leftover.update(ToolResult::text("after the drop"));
+        assert_eq!(
+            *seen.lock().unwrap_or_else(|p| p.into_inner()),
+            vec!["started".to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_panicking_or_failing_tool_gives_an_error_result() {
+        let panics = tool_fn(
+            "boom",
+            "Panic.",
+            json!({"type": "object"}),
+            |_args, _ctx| async {
+                panic!("the disk is on fire");
+                #[allow(unreachable_code)]
+                Ok::<_, ToolError>(ToolResult::text("unreachable"))
+            },
+        )
+        .expect("a valid tool");
+        let result = execute_call(&panics, json!({}), ToolContext::new("c1"))
+            .now_or_never()
+            .expect("finishes at once");
+        assert!(result.is_error);
+        assert_eq!(
+            result.text_content(),
+            "Tool boom panicked: the disk is on fire"
+        );
+
+        let fails = tool_fn(
+            "fail",
+            "Fail.",
+            json!({"type": "object"}),
+            |_args, _ctx| async { Err::<ToolResult, _>(ToolError::new("no such file")) },
+        )
+        .expect("a valid tool");
+        let result = execute_call(&fails, json!({}), ToolContext::new("c2"))
+            .now_or_never()
+            .expect("finishes at once");
+        assert!(result.is_error);
+        assert_eq!(result.text_content(), "no such file");
     }
 }

@@ -158,16 +158,14 @@ impl Shape {
     ) -> Option<Map<String, Value>> {
         let mut changes: Vec<(&String, Option<Value>)> = Vec::new();
         for (key, value) in map {
+            let declared = node.property(key);
             // `null` means "absent" only for a property the schema declares and does not
             // require: in a map or a free-form value it is data.
-            if value.is_null()
-                && node.property(key).is_some()
-                && !node.required.iter().any(|r| r == key)
-            {
+            if value.is_null() && declared.is_some() && !node.required.iter().any(|r| r == key) {
                 changes.push((key, None));
                 continue;
             }
-            let Some(child) = node.property(key).or(node.additional) else {
+            let Some(child) = declared.or(node.additional) else {
                 continue;
             };
             if let Some(new) = self.normalize_at(child, value) {

@@ -9,6 +9,7 @@ mod deadline;
 mod emitter;
 mod grace;
 mod guard;
+mod host;
 mod limits;
 mod run;
 mod spans;

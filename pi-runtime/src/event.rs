@@ -179,6 +179,11 @@ impl ToolCallRef {
         &self.message
     }
 
+    /// The position of the tool-call block in its message's content.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
     /// The index of the call's block in the message's content.
     pub fn content_index(&self) -> usize {
         self.index

@@ -10,7 +10,7 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
-use pi_tool::{CancellationToken, ExecutionMode, StateMap, ToolResult};
+use pi_tool::{CallHost, CancellationToken, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
 use super::call::{Finished, Preparation, Prepared, poll_once};
@@ -18,6 +18,7 @@ use super::clock::Clock;
 use super::context::ToolSet;
 use super::emitter::Emitter;
 use super::grace::Grace;
+use super::host::BatchHost;
 use super::run::ABORTED;
 use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
@@ -64,6 +65,7 @@ pub(crate) async fn execute_tool_calls(
         env,
         truncated,
         hook_messages,
+        host: BatchHost::for_message(assistant, env.emitter.shared(), env.signal, env.state),
     };
 
     let sequential = env.config.tool_execution == ToolExecution::Sequential
@@ -102,6 +104,8 @@ pub(super) struct Batch<'a, 'b> {
     pub(super) env: &'a BatchEnv<'b>,
     pub(super) truncated: bool,
     pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
+    /// What the calls share: their ids, where their updates go, the run's signal and state.
+    pub(super) host: Arc<dyn CallHost>,
 }
 
 impl Batch<'_, '_> {
@@ -173,7 +177,7 @@ impl Batch<'_, '_> {
         // Without a `before_tool_call` hook, preparation runs no code that could observe the
         // events, so they are queued in one go when it is over.
         let buffer = self.env.config.before_tool_call.is_none();
-        let mut buffered = Vec::new();
+        let mut buffered = Vec::with_capacity(if buffer { count } else { 0 });
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
             let start = AgentEvent::ToolExecutionStart { call: call.clone() };
@@ -215,12 +219,12 @@ impl Batch<'_, '_> {
         // and its end waits until every call has started.
         self.env.emitter.emit_all(buffered).await;
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
+        let mut finished_first = Vec::with_capacity(ready.len().min(limit));
         let mut waiting = ready.into_iter();
         let mut running = None;
         let mut running_count = 0;
         // The calls still running after their first poll: what an abort needs to answer them.
         let mut running_meta = Vec::new();
-        let mut finished_first = Vec::new();
         // A finished call comes back as its message and end event (small), not its result.
         // Each call runs inside its span, also while other calls' futures are polled.
         let start = |slot: usize, prepared: Prepared, span: Span| {
@@ -266,13 +270,14 @@ impl Batch<'_, '_> {
         if running.is_none() {
             // Everything finished on its first poll: the ends and the result messages go out
             // together.
-            let mut events = finished_first;
-            events.reserve(slots.len() * 2);
             for done in slots.into_iter().flatten() {
-                events.extend(message_events(&done.message));
                 outcome.push(done);
             }
-            self.env.emitter.emit_all(events).await;
+            let messages = outcome.results.iter().flat_map(message_events);
+            self.env
+                .emitter
+                .emit_all(finished_first.into_iter().chain(messages))
+                .await;
             return;
         }
         self.env.emitter.emit_all(finished_first).await;
@@ -337,12 +342,11 @@ impl Batch<'_, '_> {
         }
 
         // Result messages go out in source order.
-        let mut events = Vec::with_capacity(slots.len() * 2);
         for done in slots.into_iter().flatten() {
-            events.extend(message_events(&done.message));
             outcome.push(done);
         }
-        self.env.emitter.emit_all(events).await;
+        let messages = outcome.results.iter().flat_map(message_events);
+        self.env.emitter.emit_all(messages).await;
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, PreparedArguments, ToolContext, ToolResult, prepare_call_within,
+    AgentTool, PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call_within,
     tool_not_found_message,
 };
 
@@ -174,32 +174,28 @@ impl Batch<'_, '_> {
         if self.env.signal.is_cancelled() {
             return (call, ToolResult::error(ABORTED), started);
         }
-        let shared = Arc::clone(self.env.emitter.shared());
-        let update_call = call.clone();
         // The call's own signal is a child of the run's: a tool cancelling it stops only itself.
-        let ctx = ToolContext::new(call.id())
-            .with_parent_signal(self.env.signal.clone())
-            .with_state(self.env.state.clone())
-            .with_updates(Arc::new(move |partial_result| {
-                shared.push_now(AgentEvent::ToolExecutionUpdate {
-                    call: update_call.clone(),
-                    partial_result: Box::new(partial_result),
-                });
-            }));
-        // However this call ends (finished, or dropped after the abort grace), its updates stop
-        // before its `ToolExecutionEnd` is queued, also those of tasks the tool left behind.
-        let _close_updates = CloseUpdatesOnDrop(ctx.clone());
-        match &self.env.config.after_tool_call {
-            None => {
-                let result = self.run_tool(&tool, call.arguments(), args, ctx).await;
-                (call, result, started)
-            }
-            Some(_) => {
-                // Boxed so that the hook's state does not grow every call's future.
-                let result = Box::pin(self.execute_with_after_hook(&call, &tool, args, ctx)).await;
-                (call, result, started)
-            }
+        // Its id, updates, parent signal and state come from the batch (`BatchHost`): one
+        // allocation per context.
+        let ctx = ToolContext::hosted(Arc::clone(&self.host), call.index());
+        let plain = self.env.config.after_tool_call.is_none()
+            && tool.timeout().or(self.env.config.tool_timeout).is_none()
+            && !tool.blocking();
+        if plain {
+            // The call's future closes its updates when it finishes or is dropped.
+            let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
+            return (call, result, started);
         }
+        // However this call ends (finished, timed out, or dropped after the abort grace), its
+        // updates stop before its `ToolExecutionEnd` is queued, also those of tasks the tool
+        // left behind (a blocking tool's thread).
+        let _close_updates = CloseUpdatesOnDrop(ctx.clone());
+        let result = match &self.env.config.after_tool_call {
+            None => self.run_tool(&tool, call.arguments(), args, ctx).await,
+            // Boxed so that the hook's state does not grow every call's future.
+            Some(_) => Box::pin(self.execute_with_after_hook(&call, &tool, args, ctx)).await,
+        };
+        (call, result, started)
     }
 
     /// Runs a call, then `after_tool_call` on its result.

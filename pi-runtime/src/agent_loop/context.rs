@@ -150,7 +150,9 @@ impl ToolSet {
     /// The first tool with exactly this name.
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn AgentTool>> {
         if self.tools.len() <= LINEAR_LOOKUP_MAX {
-            self.tools.iter().find(|tool| tool.spec().name == name)
+            // The names are compared in `specs` (no call through the tool's vtable).
+            let index = self.specs.iter().position(|spec| spec.name == name)?;
+            self.tools.get(index)
         } else {
             self.index.get(name).map(|&i| &self.tools[i])
         }

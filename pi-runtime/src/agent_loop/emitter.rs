@@ -110,13 +110,13 @@ impl Emitter {
 
 impl Emitter {
     /// Queues several events under one lock (in chunks, pausing like [`emit`](Self::emit)).
+    /// Takes any iterator, so a batch's events need not be collected first.
     pub(crate) async fn emit_all<I>(&self, events: I)
     where
         I: IntoIterator<Item = AgentEvent>,
-        I::IntoIter: ExactSizeIterator,
     {
-        let mut events = events.into_iter();
-        while events.len() > 0 {
+        let mut events = events.into_iter().peekable();
+        while events.peek().is_some() {
             let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
             let queued = {
                 let mut queue = self.shared.lock();

@@ -19,8 +19,8 @@ use super::deadline::Deadline;
 use super::grace::Grace;
 
 impl Batch<'_, '_> {
-    /// Runs a prepared call: in place when it has no timeout and does not block (the common
-    /// case, at no extra cost), else through [`Limited`].
+    /// Runs a prepared call: in place when it has no timeout and does not block, else through
+    /// [`Limited`]. (The loop's plain path, no hook either, calls the tool without this.)
     pub(super) async fn run_tool(
         &self,
         tool: &Arc<dyn AgentTool>,

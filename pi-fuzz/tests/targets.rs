@@ -386,3 +386,13 @@ fn regression_arguments_deeper_than_the_limit() {
     let input = std::fs::read(path).expect("the regression input");
     run("args_pipeline", "arguments deeper than the limit", &input);
 }
+
+/// Found by cargo-fuzz (`partial_json`): ` [\n ]` split after its leading space, whose first
+/// prefix (whitespace alone) reads as `{}`, the documented value of empty text, which the
+/// target took for a value outside the final array.
+#[test]
+fn regression_whitespace_before_an_array() {
+    let path = regressions("partial_json").join("whitespace-before-an-array");
+    let input = std::fs::read(path).expect("the regression input");
+    run("partial_json", "whitespace before an array", &input);
+}

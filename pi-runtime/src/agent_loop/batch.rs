@@ -69,11 +69,12 @@ pub(crate) async fn execute_tool_calls(
     };
 
     let sequential = env.config.tool_execution == ToolExecution::Sequential
-        || message.tool_calls().any(|block| {
-            env.tools
-                .get(&block.call.name)
-                .is_some_and(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
-        });
+        || (env.tools.any_sequential()
+            && message.tool_calls().any(|block| {
+                env.tools
+                    .get(&block.call.name)
+                    .is_some_and(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
+            }));
     let mut outcome = BatchOutcome::with_capacity(count);
     if sequential {
         batch.run_sequential(calls, &mut outcome).await;
@@ -230,8 +231,7 @@ impl Batch<'_, '_> {
         let start = |slot: usize, prepared: Prepared, span: Span| {
             let recorder = span.clone();
             async move {
-                let (call, result, started) = self.execute(prepared).await;
-                let (done, end) = self.finish_quietly(&call, result, started);
+                let (call, done, end) = self.execute_to_end(prepared).await;
                 self.record_outcome(&recorder, &call, &done);
                 (slot, done, end)
             }

@@ -174,14 +174,8 @@ impl Batch<'_, '_> {
         if self.env.signal.is_cancelled() {
             return (call, ToolResult::error(ABORTED), started);
         }
-        // The call's own signal is a child of the run's: a tool cancelling it stops only itself.
-        // Its id, updates, parent signal and state come from the batch (`BatchHost`): one
-        // allocation per context.
-        let ctx = ToolContext::hosted(Arc::clone(&self.host), call.index());
-        let plain = self.env.config.after_tool_call.is_none()
-            && tool.timeout().or(self.env.config.tool_timeout).is_none()
-            && !tool.blocking();
-        if plain {
+        let ctx = self.context(&call);
+        if self.is_plain(tool.as_ref()) {
             // The call's future closes its updates when it finishes or is dropped.
             let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
             return (call, result, started);
@@ -196,6 +190,45 @@ impl Batch<'_, '_> {
             Some(_) => Box::pin(self.execute_with_after_hook(&call, &tool, args, ctx)).await,
         };
         (call, result, started)
+    }
+
+    /// [`execute`](Self::execute), then the result message and end event, built where the
+    /// result comes out: the parallel path's per-call future returns only these (small), and
+    /// a plain call's result is moved once.
+    pub(super) async fn execute_to_end(
+        &self,
+        prepared: Prepared,
+    ) -> (ToolCallRef, Finished, AgentEvent) {
+        if self.env.signal.is_cancelled() || !self.is_plain(prepared.tool.as_ref()) {
+            // Boxed so that the rare path does not grow every call's future.
+            let (call, result, started) = Box::pin(self.execute(prepared)).await;
+            let (done, end) = self.finish_quietly(&call, result, started);
+            return (call, done, end);
+        }
+        let Prepared {
+            call,
+            tool,
+            args,
+            started,
+        } = prepared;
+        let ctx = self.context(&call);
+        let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
+        let (done, end) = self.finish_quietly(&call, result, started);
+        (call, done, end)
+    }
+
+    /// A call's context. Its own signal is a child of the run's (a tool cancelling it stops
+    /// only itself); its id, updates, parent signal and state come from the batch
+    /// (`BatchHost`), so it is one allocation.
+    fn context(&self, call: &ToolCallRef) -> ToolContext {
+        ToolContext::hosted(Arc::clone(&self.host), call.index())
+    }
+
+    /// A call with no `after_tool_call`, no timeout and not `blocking` runs as it is.
+    fn is_plain(&self, tool: &dyn AgentTool) -> bool {
+        self.env.config.after_tool_call.is_none()
+            && tool.timeout().or(self.env.config.tool_timeout).is_none()
+            && !tool.blocking()
     }
 
     /// Runs a call, then `after_tool_call` on its result.

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, StateMap, ToolRegistry, ToolSpec};
+use pi_tool::{AgentTool, ExecutionMode, StateMap, ToolRegistry, ToolSpec};
 
 use crate::message::Message;
 
@@ -120,6 +120,8 @@ pub(crate) struct ToolSet {
     tools: Vec<Arc<dyn AgentTool>>,
     specs: Vec<ToolSpec>,
     index: HashMap<String, usize>,
+    /// Some tool asks for sequential execution (else a batch need not look its calls up).
+    any_sequential: bool,
 }
 
 /// Below this many tools a linear scan beats hashing the name.
@@ -131,6 +133,7 @@ impl ToolSet {
             tools: Vec::with_capacity(tools.len()),
             specs: Vec::with_capacity(tools.len()),
             index: HashMap::new(),
+            any_sequential: false,
         };
         for tool in tools {
             set.push(tool);
@@ -144,6 +147,7 @@ impl ToolSet {
             self.index.insert(name.clone(), self.tools.len());
         }
         self.specs.push(tool.spec().clone());
+        self.any_sequential |= tool.execution_mode() == Some(ExecutionMode::Sequential);
         self.tools.push(tool);
     }
 
@@ -165,6 +169,11 @@ impl ToolSet {
         }
         self.push(tool);
         true
+    }
+
+    /// Whether some tool asks for sequential execution.
+    pub(crate) fn any_sequential(&self) -> bool {
+        self.any_sequential
     }
 
     pub(crate) fn specs(&self) -> &[ToolSpec] {

@@ -8,7 +8,15 @@
 //!          --parts (time the per-call pieces that come from pi-tool, outside the loop)
 //!          --traced (W1 also with spans recorded: `W1-spans` in a tracing-subscriber registry,
 //!          `W1-otel` through tracing-opentelemetry and the OpenTelemetry SDK)
+//!          --keep-heap (our children keep freed memory, as node's heap does: see below)
 //! ```
+//!
+//! Every run starts from a fresh transcript and the previous run's messages are freed before
+//! it, so with glibc's default `malloc` each run gets its heap pages back from the kernel
+//! (glibc returns a free heap top over 128 KiB) and pays a page fault per page again, inside
+//! the timer. Node's heap stays with the process between runs. `--keep-heap` runs our children
+//! with `GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824`, so freed memory stays too and
+//! the figure is the loop's own work; without it the figure includes the refaulting.
 //!
 //! Plain `W1` runs without any `tracing` subscriber: the loop's spans are compiled in but
 //! disabled, which is what the W1 budget measures.
@@ -244,6 +252,7 @@ struct Options {
     runs: Option<usize>,
     warmup: Option<usize>,
     compare: bool,
+    keep_heap: bool,
     parts: bool,
     traced: bool,
     pi_json: Option<String>,
@@ -257,6 +266,7 @@ fn parse_options() -> Options {
         runs: None,
         warmup: None,
         compare: false,
+        keep_heap: false,
         parts: false,
         traced: false,
         pi_json: None,
@@ -276,6 +286,7 @@ fn parse_options() -> Options {
             "--runs" => options.runs = args.next().and_then(|s| s.parse().ok()),
             "--warmup" => options.warmup = args.next().and_then(|s| s.parse().ok()),
             "--compare" => options.compare = true,
+            "--keep-heap" => options.keep_heap = true,
             "--parts" => options.parts = true,
             "--traced" => options.traced = true,
             "--pi-json" => options.pi_json = args.next(),
@@ -739,6 +750,9 @@ fn compare(ours: &serde_json::Map<String, Value>, pi: &Value) {
     }
 }
 
+/// glibc's `malloc` keeps freed memory up to 1 GiB instead of returning a heap top over 128 KiB.
+const KEEP_HEAP: &str = "glibc.malloc.trim_threshold=1073741824";
+
 fn main() {
     let options = parse_options();
     if options.parts {
@@ -761,11 +775,19 @@ fn main() {
     let exe = std::env::current_exe().expect("the benchmark's own path");
     let mut ours = serde_json::Map::new();
     println!(
-        "# pi-runtime agent loop: workloads W1-W5 (agent_loop + ScriptedModel, tokio current-thread)"
+        "# pi-runtime agent loop: workloads W1-W5 (agent_loop + ScriptedModel, tokio current-thread{})",
+        if options.keep_heap {
+            ", glibc malloc keeping freed memory"
+        } else {
+            ", glibc malloc defaults"
+        }
     );
     for workload in &which {
         let mut command = Command::new(&exe);
         command.args(["--child", workload]);
+        if options.keep_heap {
+            command.env("GLIBC_TUNABLES", KEEP_HEAP);
+        }
         if let Some(runs) = options.runs {
             command.args(["--runs", &runs.to_string()]);
         }

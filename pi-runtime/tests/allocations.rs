@@ -55,14 +55,15 @@ fn script(mode: ToolExecution) -> (Vec<AssistantMessage>, AgentLoopConfig) {
     (script, AgentLoopConfig::new().tool_execution(mode))
 }
 
-/// Allocations per call of one run (the script and the model exist before counting starts).
-async fn allocations_per_call(mode: ToolExecution) -> f64 {
+/// Allocations and bytes allocated per call of one run (the script and the model exist before
+/// counting starts).
+async fn allocations_per_call(mode: ToolExecution) -> (f64, f64) {
     let (script, config) = script(mode);
     let model = Arc::new(ScriptedModel::new(script).without_recording());
     let echo: Arc<dyn AgentTool> = Arc::new(EchoTool);
     let context = AgentContext::new("You are a benchmark.").with_tools([echo]);
     let prompt = Message::user("go");
-    let before = dhat::HeapStats::get().total_blocks;
+    let before = dhat::HeapStats::get();
     let mut stream = agent_loop(
         vec![prompt],
         context,
@@ -77,9 +78,13 @@ async fn allocations_per_call(mode: ToolExecution) -> f64 {
             results += 1;
         }
     }
-    let allocated = dhat::HeapStats::get().total_blocks - before;
+    let after = dhat::HeapStats::get();
     assert_eq!(results, CALLS);
-    allocated as f64 / CALLS as f64
+    let per_call = |count: u64| count as f64 / CALLS as f64;
+    (
+        per_call(after.total_blocks - before.total_blocks),
+        per_call(after.total_bytes - before.total_bytes),
+    )
 }
 
 /// One test, because dhat counts for the whole process: the modes run one after the other.
@@ -102,8 +107,8 @@ fn a_call_through_the_loop_costs_a_fixed_small_number_of_allocations() {
     ] {
         // The first run fills the tool's lazily built statics (spec, validator).
         runtime.block_on(allocations_per_call(mode));
-        let per_call = runtime.block_on(allocations_per_call(mode));
-        println!("{mode:?}: {per_call:.2} allocations per call");
+        let (per_call, bytes) = runtime.block_on(allocations_per_call(mode));
+        println!("{mode:?}: {per_call:.2} allocations, {bytes:.0} bytes per call");
         assert!(
             per_call <= budget + PER_RUN_SLACK,
             "{mode:?}: {per_call:.2} allocations per call, over the budget of {budget}"

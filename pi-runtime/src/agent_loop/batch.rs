@@ -231,7 +231,8 @@ impl Batch<'_, '_> {
         let start = |slot: usize, prepared: Prepared, span: Span| {
             let recorder = span.clone();
             async move {
-                let (call, done, end) = self.execute_to_end(prepared).await;
+                let (call, result, started) = self.execute(prepared).await;
+                let (done, end) = self.finish_quietly(&call, result, started);
                 self.record_outcome(&recorder, &call, &done);
                 (slot, done, end)
             }

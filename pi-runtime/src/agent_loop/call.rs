@@ -192,31 +192,6 @@ impl Batch<'_, '_> {
         (call, result, started)
     }
 
-    /// [`execute`](Self::execute), then the result message and end event, built where the
-    /// result comes out: the parallel path's per-call future returns only these (small), and
-    /// a plain call's result is moved once.
-    pub(super) async fn execute_to_end(
-        &self,
-        prepared: Prepared,
-    ) -> (ToolCallRef, Finished, AgentEvent) {
-        if self.env.signal.is_cancelled() || !self.is_plain(prepared.tool.as_ref()) {
-            // Boxed so that the rare path does not grow every call's future.
-            let (call, result, started) = Box::pin(self.execute(prepared)).await;
-            let (done, end) = self.finish_quietly(&call, result, started);
-            return (call, done, end);
-        }
-        let Prepared {
-            call,
-            tool,
-            args,
-            started,
-        } = prepared;
-        let ctx = self.context(&call);
-        let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
-        let (done, end) = self.finish_quietly(&call, result, started);
-        (call, done, end)
-    }
-
     /// A call's context. Its own signal is a child of the run's (a tool cancelling it stops
     /// only itself); its id, updates, parent signal and state come from the batch
     /// (`BatchHost`), so it is one allocation.

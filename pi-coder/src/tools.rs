@@ -22,6 +22,11 @@ use serde_json::{Map, Value, json};
 use crate::Workspace;
 use crate::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
 
+/// A model's `limit` argument as a count: the default when absent, at least 1.
+pub(crate) fn result_limit(limit: Option<i64>, default: i64) -> usize {
+    usize::try_from(limit.unwrap_or(default).max(1)).unwrap_or(usize::MAX)
+}
+
 /// pi's abort error.
 pub(crate) fn aborted() -> ToolError {
     ToolError::new("Operation aborted")

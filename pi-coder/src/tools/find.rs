@@ -8,7 +8,9 @@ use regex_syntax::hir::{Capture, Class, Hir, HirKind, Literal, Repetition};
 use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{Notice, aborted, fd_walker, listing, relative_posix, search_root};
+use crate::tools::{
+    Notice, aborted, fd_walker, listing, relative_posix, result_limit, search_root,
+};
 
 /// Results returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 1000;
@@ -29,7 +31,7 @@ pub async fn find(
         return Err(aborted());
     }
     let root = search_root(&workspace, path.as_deref())?;
-    let limit = usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
+    let limit = result_limit(limit, DEFAULT_LIMIT);
     let (glob, full_path) = glob_for(&pattern)?;
     let signal = ctx.signal().clone();
     let results = tokio::task::spawn_blocking(move || walk(root, glob, full_path, limit, signal))

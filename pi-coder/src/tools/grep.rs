@@ -9,7 +9,9 @@ use pi_tool::{CancellationToken, State, ToolContext, ToolError, ToolResult, tool
 use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{Notice, aborted, listing, relative_posix, rg_walker, search_root};
+use crate::tools::{
+    Notice, aborted, listing, relative_posix, result_limit, rg_walker, search_root,
+};
 use crate::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 
 /// Matches returned when the model gives no `limit`.
@@ -52,7 +54,7 @@ pub async fn grep(
         glob,
         matcher,
         context: usize::try_from(context.unwrap_or(0).max(0)).unwrap_or(0),
-        limit: usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX),
+        limit: result_limit(limit, DEFAULT_LIMIT),
         signal: ctx.signal().clone(),
     };
     let limit = options.limit;

@@ -10,7 +10,7 @@ use pi_tool::{State, ToolContext, ToolError, ToolResult, tool};
 use serde_json::json;
 
 use crate::Workspace;
-use crate::tools::{Notice, aborted, listing};
+use crate::tools::{Notice, aborted, listing, result_limit};
 
 /// Entries returned when the model gives no `limit`.
 const DEFAULT_LIMIT: i64 = 500;
@@ -29,7 +29,7 @@ pub async fn ls(
         return Err(aborted());
     }
     let dir = workspace.resolve_or_cwd(path.as_deref())?;
-    let limit = usize::try_from(limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
+    let limit = result_limit(limit, DEFAULT_LIMIT);
     let metadata = tokio::fs::metadata(&dir)
         .await
         .map_err(|_| ToolError::new(format!("Path not found: {}", dir.display())))?;

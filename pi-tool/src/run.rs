@@ -147,28 +147,30 @@ impl Future for ToolCallFuture<'_> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolResult> {
         let this = &mut *self;
-        let polled = match this.running.as_mut() {
-            Some(Ok(future)) => {
-                std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+        // The tool's future is dropped (at the end of its arm) before its updates stop.
+        let outcome = match this.running.take() {
+            Some(Ok(mut future)) => {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                    Ok(Poll::Pending) => {
+                        this.running = Some(Ok(future));
+                        return Poll::Pending;
+                    }
+                    Ok(Poll::Ready(outcome)) => Ok(outcome),
+                    Err(panic) => Err(panic),
+                }
             }
-            Some(Err(_)) => match this.running.take() {
-                Some(Err(panic)) => Err(panic),
-                _ => unreachable!("matched `Some(Err(_))` above"),
-            },
+            Some(Err(panic)) => Err(panic),
             None => panic!("a `ToolCallFuture` was polled after it finished"),
         };
-        let result = match polled {
-            Ok(Poll::Pending) => return Poll::Pending,
-            Ok(Poll::Ready(Ok(result))) => result,
-            Ok(Poll::Ready(Err(err))) => ToolResult::error(err.message()),
+        let result = match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(err)) => ToolResult::error(err.message()),
             Err(panic) => ToolResult::error(format!(
                 "Tool {} panicked: {}",
                 this.tool.spec().name,
                 panic_message(&*panic)
             )),
         };
-        // The tool's future goes first, then its updates stop.
-        this.running = None;
         this.ctx.close_updates();
         Poll::Ready(result)
     }

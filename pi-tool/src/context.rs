@@ -643,7 +643,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_state_map_allocates_nothing_and_answers_nothing() {
+    fn an_empty_state_map_answers_nothing_and_extends_to_nothing() {
         let state = StateMap::default();
         assert!(state.is_empty());
         assert_eq!(state.get::<u32>(), None);

@@ -114,19 +114,8 @@ fn a_missing_working_directory_is_an_error() {
 fn one_shot_runs_a_tool_against_a_local_server_and_shows_it() {
     let server = fake_openai("echo one; echo two");
     let dir = tempfile::tempdir().unwrap();
-    let output = pi_without_keys()
-        .args([
-            "--base-url",
-            &server,
-            "--model",
-            "fake",
-            "--yes",
-            "--no-session",
-            "-p",
-            "run it",
-            "--cwd",
-        ])
-        .arg(dir.path())
+    let output = pi_on(&server, dir.path())
+        .args(["--yes", "--no-session", "-p", "run it"])
         .output()
         .expect("run pi");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -143,18 +132,8 @@ fn one_shot_runs_a_tool_against_a_local_server_and_shows_it() {
 fn without_yes_and_without_a_terminal_commands_are_refused() {
     let server = fake_openai("touch created-by-pi");
     let dir = tempfile::tempdir().unwrap();
-    let output = pi_without_keys()
-        .args([
-            "--base-url",
-            &server,
-            "--model",
-            "fake",
-            "--no-session",
-            "-p",
-            "run it",
-            "--cwd",
-        ])
-        .arg(dir.path())
+    let output = pi_on(&server, dir.path())
+        .args(["--no-session", "-p", "run it"])
         .output()
         .expect("run pi");
     assert!(output.status.success());
@@ -172,19 +151,8 @@ fn ctrl_c_aborts_the_running_command_and_exits_130_in_one_shot_mode() {
     // `sta'rted'` keeps the needle out of the echoed command line: only the output has it.
     let server = fake_openai("echo sta'rted'; sleep 30");
     let dir = tempfile::tempdir().unwrap();
-    let mut child = pi_without_keys()
-        .args([
-            "--base-url",
-            &server,
-            "--model",
-            "fake",
-            "--yes",
-            "--no-session",
-            "-p",
-            "run it",
-            "--cwd",
-        ])
-        .arg(dir.path())
+    let mut child = pi_on(&server, dir.path())
+        .args(["--yes", "--no-session", "-p", "run it"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -225,18 +193,10 @@ fn ctrl_c_in_the_interactive_mode_aborts_the_turn_and_the_session_goes_on() {
     let server = fake_openai("echo sta'rted'; sleep 4");
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join("session.jsonl");
-    let mut child = pi_without_keys()
-        .args([
-            "--base-url",
-            &server,
-            "--model",
-            "fake",
-            "--yes",
-            "--session",
-        ])
+    let mut child = pi_on(&server, dir.path())
+        .arg("--yes")
+        .arg("--session")
         .arg(&session)
-        .arg("--cwd")
-        .arg(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -308,18 +268,8 @@ fn sessions_are_saved_per_directory_and_resumed() {
     let project = tempfile::tempdir().unwrap();
     let sessions = tempfile::tempdir().unwrap();
     let run = |extra: &[&str]| {
-        pi_without_keys()
-            .args([
-                "--base-url",
-                &server,
-                "--model",
-                "fake",
-                "--yes",
-                "-p",
-                "go",
-                "--cwd",
-            ])
-            .arg(project.path())
+        pi_on(&server, project.path())
+            .args(["--yes", "-p", "go"])
             .args(extra)
             .env("PI_SESSION_DIR", sessions.path())
             .output()
@@ -364,13 +314,11 @@ fn project_mcp_servers_start_only_with_consent_and_a_failing_server_is_left_out(
     )
     .unwrap();
     let run = |yes: bool| {
-        let mut command = pi_without_keys();
+        let mut command = pi_on(&server, dir.path());
         command
             .env("HOME", home.path())
-            .args(["--base-url", &server, "--model", "fake", "--no-session"])
-            .args(["-p", "run it", "--mcp", "gone=/nonexistent/server --flag"])
-            .arg("--cwd")
-            .arg(dir.path());
+            .args(["--no-session", "-p", "run it"])
+            .args(["--mcp", "gone=/nonexistent/server --flag"]);
         if yes {
             command.arg("--yes");
         }
@@ -402,15 +350,23 @@ fn project_mcp_servers_start_only_with_consent_and_a_failing_server_is_left_out(
     assert_eq!(String::from_utf8_lossy(&output.stdout), "Saw: ok\n");
 }
 
+/// `pi` against the fake server `server` (model `fake`), working in `dir`.
+fn pi_on(server: &str, dir: &std::path::Path) -> Command {
+    let mut command = pi_without_keys();
+    command
+        .args(["--base-url", server, "--model", "fake", "--cwd"])
+        .arg(dir);
+    command
+}
+
 /// `pi` against `server` with `--yes`, in `dir`, with `HOME` and pi's agent directory in `home`.
 fn pi_at(server: &str, dir: &std::path::Path, home: &std::path::Path) -> Command {
-    let mut command = pi_without_keys();
+    let mut command = pi_on(server, dir);
     command
         .env("HOME", home)
         .env("PI_CODING_AGENT_DIR", home.join("agent"))
         .env_remove("PI_SESSION_DIR")
-        .args(["--base-url", server, "--model", "fake", "--yes", "--cwd"])
-        .arg(dir);
+        .arg("--yes");
     command
 }
 

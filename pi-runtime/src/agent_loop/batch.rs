@@ -13,7 +13,7 @@ use futures_util::stream::FuturesUnordered;
 use pi_tool::{CallHost, CancellationToken, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
-use super::call::{Finished, Preparation, Prepared, poll_once};
+use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_once_in};
 use super::clock::Clock;
 use super::context::ToolSet;
 use super::emitter::Emitter;
@@ -109,7 +109,7 @@ pub(super) struct Batch<'a, 'b> {
     pub(super) host: Arc<dyn CallHost>,
 }
 
-impl Batch<'_, '_> {
+impl<'b> Batch<'_, 'b> {
     /// The `execute_tool` span of a call (a child of the run's span).
     fn tool_span(&self, call: &ToolCallRef) -> Span {
         spans::tool_span(call, || {
@@ -228,21 +228,69 @@ impl Batch<'_, '_> {
         let mut running_meta = Vec::new();
         // A finished call comes back as its message and end event (small), not its result.
         // Each call runs inside its span, also while other calls' futures are polled.
-        let start = |slot: usize, prepared: Prepared, span: Span| {
+        let start = |slot: usize, prepared: Prepared<'b>, span: Span| {
             let recorder = span.clone();
-            async move {
-                let (call, result, started) = self.execute(prepared).await;
-                let (done, end) = self.finish_quietly(&call, result, started);
-                self.record_outcome(&recorder, &call, &done);
-                (slot, done, end)
-            }
-            .instrument(span)
+            Either::Left(
+                async move {
+                    let (call, result, started) = self.execute(prepared).await;
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    self.record_outcome(&recorder, &call, &done);
+                    (slot, done, end)
+                }
+                .instrument(span),
+            )
+        };
+        // A plain call that did not finish on its first poll goes on in the running set.
+        let go_on = |slot: usize, plain: PlainCall<'b>, span: Span| {
+            let recorder = span.clone();
+            let PlainCall {
+                call,
+                future,
+                started,
+            } = plain;
+            Either::Right(
+                async move {
+                    let result = future.await;
+                    let (done, end) = self.finish_quietly(&call, result, started);
+                    self.record_outcome(&recorder, &call, &done);
+                    (slot, done, end)
+                }
+                .instrument(span),
+            )
         };
         // Calls that finish on their first poll hand their box to the next call.
         let mut spare = None;
         while running_count < limit {
             let Some((slot, prepared, span)) = waiting.next() else {
                 break;
+            };
+            // A plain call is started and polled here, with no future or box around its own.
+            let prepared = match span.in_scope(|| self.start_plain(prepared)) {
+                Ok(mut plain) => {
+                    match poll_once_in(&span, &mut plain.future).await {
+                        Poll::Ready(result) => {
+                            let (done, end) =
+                                self.finish_quietly(&plain.call, result, plain.started);
+                            self.record_outcome(&span, &plain.call, &done);
+                            slots[slot] = Some(done);
+                            finished_first.push(end);
+                        }
+                        Poll::Pending => {
+                            running_meta.push((
+                                slot,
+                                plain.call.clone(),
+                                plain.started,
+                                span.clone(),
+                            ));
+                            running
+                                .get_or_insert_with(FuturesUnordered::new)
+                                .push(Box::pin(OptionFuture::from(Some(go_on(slot, plain, span)))));
+                            running_count += 1;
+                        }
+                    }
+                    continue;
+                }
+                Err(prepared) => prepared,
             };
             let (call, started) = (prepared.call.clone(), prepared.started);
             let meta_span = span.clone();

@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call_within,
-    tool_not_found_message,
+    AgentTool, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, execute_prepared,
+    prepare_call_within, tool_not_found_message,
 };
+use tracing::Span;
 
 use super::batch::Batch;
 use super::grace::Grace;
@@ -34,19 +35,19 @@ fn length_refusal(name: &str) -> String {
     )
 }
 
-/// A call that passed preparation.
-pub(super) struct Prepared {
+/// A call that passed preparation. Its tool is borrowed from the run's tool set.
+pub(super) struct Prepared<'t> {
     pub(super) call: ToolCallRef,
-    tool: Arc<dyn AgentTool>,
+    pub(super) tool: &'t Arc<dyn AgentTool>,
     /// The model's arguments (borrowed from the message) unless preparation rewrote them.
-    args: PreparedArguments,
+    pub(super) args: PreparedArguments,
     pub(super) started: Instant,
 }
 
-pub(super) enum Preparation {
+pub(super) enum Preparation<'t> {
     /// The call failed (or was refused) before running: its result is final.
     Immediate(ToolResult),
-    Ready(Prepared),
+    Ready(Prepared<'t>),
 }
 
 /// A finished call: its result message and the loop hints of its result.
@@ -56,9 +57,9 @@ pub(super) struct Finished {
     pub(super) added_tool_names: Vec<String>,
 }
 
-impl Batch<'_, '_> {
+impl<'b> Batch<'_, 'b> {
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
-    pub(super) async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation {
+    pub(super) async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
@@ -112,14 +113,15 @@ impl Batch<'_, '_> {
 
     /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
     /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
-    pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation {
+    pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.truncated {
             return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
         }
         if self.env.signal.is_cancelled() {
             return Preparation::Immediate(ToolResult::error(ABORTED));
         }
-        let Some(tool) = self.env.tools.get(call.name()) else {
+        let tools: &'b super::context::ToolSet = self.env.tools;
+        let Some(tool) = tools.get(call.name()) else {
             return Preparation::Immediate(ToolResult::error(tool_not_found_message(
                 call.name(),
                 self.env.tools.names(),
@@ -132,7 +134,7 @@ impl Batch<'_, '_> {
         ) {
             Ok(args) => Preparation::Ready(Prepared {
                 call,
-                tool: Arc::clone(tool),
+                tool,
                 args,
                 started,
             }),
@@ -144,7 +146,7 @@ impl Batch<'_, '_> {
     /// `abort_grace` for a call that is still running (then it is answered `Operation aborted`).
     pub(super) async fn execute_until_aborted(
         &self,
-        prepared: Prepared,
+        prepared: Prepared<'b>,
     ) -> (ToolCallRef, ToolResult, Instant) {
         let (call, started) = (prepared.call.clone(), prepared.started);
         let mut execution = pin!(self.execute(prepared));
@@ -164,7 +166,10 @@ impl Batch<'_, '_> {
     }
 
     /// Runs a prepared call and `after_tool_call`.
-    pub(super) async fn execute(&self, prepared: Prepared) -> (ToolCallRef, ToolResult, Instant) {
+    pub(super) async fn execute(
+        &self,
+        prepared: Prepared<'b>,
+    ) -> (ToolCallRef, ToolResult, Instant) {
         let Prepared {
             call,
             tool,
@@ -185,18 +190,43 @@ impl Batch<'_, '_> {
         // left behind (a blocking tool's thread).
         let _close_updates = CloseUpdatesOnDrop(ctx.clone());
         let result = match &self.env.config.after_tool_call {
-            None => self.run_tool(&tool, call.arguments(), args, ctx).await,
+            None => self.run_tool(tool, call.arguments(), args, ctx).await,
             // Boxed so that the hook's state does not grow every call's future.
-            Some(_) => Box::pin(self.execute_with_after_hook(&call, &tool, args, ctx)).await,
+            Some(_) => Box::pin(self.execute_with_after_hook(&call, tool, args, ctx)).await,
         };
         (call, result, started)
     }
 
     /// A call's context. Its own signal is a child of the run's (a tool cancelling it stops
     /// only itself); its id, updates, parent signal and state come from the batch
-    /// (`BatchHost`), so it is one allocation.
+    /// (`BatchHost`), so it allocates nothing.
     fn context(&self, call: &ToolCallRef) -> ToolContext {
         ToolContext::hosted(Arc::clone(&self.host), call.index())
+    }
+
+    /// Starts a prepared call that [`is_plain`](Self::is_plain): the tool's future, which the
+    /// caller polls in the call's span. Any other call (or any call once the run is aborted)
+    /// is handed back for [`execute`](Self::execute).
+    pub(super) fn start_plain(
+        &self,
+        prepared: Prepared<'b>,
+    ) -> Result<PlainCall<'b>, Prepared<'b>> {
+        if !self.is_plain(prepared.tool.as_ref()) || self.env.signal.is_cancelled() {
+            return Err(prepared);
+        }
+        let Prepared {
+            call,
+            tool,
+            args,
+            started,
+        } = prepared;
+        let ctx = self.context(&call);
+        let future = execute_prepared(tool.as_ref(), call.arguments(), args, ctx);
+        Ok(PlainCall {
+            call,
+            future,
+            started,
+        })
     }
 
     /// A call with no `after_tool_call`, no timeout and not `blocking` runs as it is.
@@ -296,6 +326,13 @@ impl Batch<'_, '_> {
     }
 }
 
+/// A started call that runs as it is (see [`Batch::start_plain`]).
+pub(super) struct PlainCall<'t> {
+    pub(super) call: ToolCallRef,
+    pub(super) future: ToolCallFuture<'t>,
+    pub(super) started: Instant,
+}
+
 /// Closes a call's update channel when dropped.
 struct CloseUpdatesOnDrop(ToolContext);
 
@@ -303,6 +340,14 @@ impl Drop for CloseUpdatesOnDrop {
     fn drop(&mut self) {
         self.0.close_updates();
     }
+}
+
+/// Polls a future once with the current task's context, inside `span`.
+pub(super) async fn poll_once_in<F: Future + Unpin>(
+    span: &Span,
+    future: &mut F,
+) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(span.in_scope(|| Pin::new(&mut *future).poll(cx)))).await
 }
 
 /// Polls a future once with the current task's context.

@@ -19,8 +19,9 @@ use crate::{ToolError, ToolResult};
 pub type UpdateSink = Arc<dyn Fn(ToolResult) + Send + Sync>;
 
 /// A host that runs many calls at once (an agent loop's batch of tool calls) and keeps their
-/// ids and their partial results itself, so that each call's [`ToolContext`] costs one
-/// allocation instead of one for the context, one for the id and one for an update closure.
+/// ids and their partial results itself, so that each call's [`ToolContext`] costs at most one
+/// allocation instead of one for the context, one for the id and one for an update closure,
+/// and none when the host also keeps each call's [`CallSlot`].
 ///
 /// `call` is the number the host gave the context in [`ToolContext::hosted`] (e.g. the call's
 /// position in the model's message).
@@ -69,6 +70,66 @@ pub trait CallHost: Send + Sync + 'static {
     fn state(&self) -> Option<&StateMap> {
         None
     }
+
+    /// Where call number `call` keeps its own signal and update switch, when the host keeps
+    /// them (say, one [`CallSlot`] per call in a `Box<[CallSlot]>`, allocated once for all its
+    /// calls): [`ToolContext::hosted`] then allocates nothing. A host that gives a call a slot
+    /// must give the same slot for as long as the call's contexts live. `None` (the default):
+    /// each hosted context allocates its own.
+    fn call_slot(&self, call: usize) -> Option<&CallSlot> {
+        let _ = call;
+        None
+    }
+}
+
+/// What a call's context changes while the call runs: its own abort signal (created on first
+/// use) and whether its updates still reach the host. A context keeps its own, unless its
+/// [`CallHost`] keeps one per call ([`CallHost::call_slot`]).
+pub struct CallSlot {
+    signal: OnceLock<CancellationToken>,
+    /// Whether updates still reach the sink. A lock rather than a flag, so that once
+    /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
+    accepting_updates: Mutex<bool>,
+}
+
+impl CallSlot {
+    /// A slot for a call that has not started: no signal yet, updates accepted.
+    pub const fn new() -> Self {
+        CallSlot {
+            signal: OnceLock::new(),
+            accepting_updates: Mutex::new(true),
+        }
+    }
+
+    /// A slot in the same state, of its own from now on.
+    fn copy(&self) -> Self {
+        CallSlot {
+            signal: self.signal.clone(),
+            accepting_updates: Mutex::new(*self.accepting()),
+        }
+    }
+
+    fn accepting(&self) -> MutexGuard<'_, bool> {
+        // A sink that panicked while holding the lock leaves a plain bool behind: keep using it.
+        self.accepting_updates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Default for CallSlot {
+    fn default() -> Self {
+        CallSlot::new()
+    }
+}
+
+impl fmt::Debug for CallSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallSlot")
+            .field("signal", &self.signal.get())
+            .field("accepting_updates", &*self.accepting())
+            .finish()
+    }
 }
 
 /// The state of a context that has none.
@@ -93,27 +154,36 @@ enum CallIdentity {
 /// (one reference count), so a tool may move clones into tasks it spawns.
 #[derive(Clone)]
 pub struct ToolContext {
-    inner: Arc<ContextInner>,
+    repr: Repr,
 }
 
-/// Everything in one allocation: a call costs one context, not one per field.
+#[derive(Clone)]
+enum Repr {
+    /// Everything in one allocation.
+    Own(Arc<ContextInner>),
+    /// A call whose host keeps its id, updates, signal, state and [`CallSlot`]: nothing of its
+    /// own to allocate.
+    Slotted {
+        host: Arc<dyn CallHost>,
+        call: usize,
+    },
+}
+
+/// A context's own data: a call costs one allocation, not one per field.
 struct ContextInner {
     call: CallIdentity,
     /// A key that stays the same when a durable host runs the same call again (after a crash),
     /// so a side-effecting tool can deduplicate its effect. `None` in-process.
     idempotency_key: Option<Arc<str>>,
-    /// Created on first use (a child of `parent` when there is one), so a context costs no
-    /// token up front.
-    signal: OnceLock<CancellationToken>,
     /// The host's token this call's own signal derives from: cancelling it cancels the call,
     /// while the call cancelling its own signal leaves the host's token alone. When `None`, a
     /// [`CallHost`]'s signal is the parent.
     parent: Option<CancellationToken>,
     /// The context's own state; when `None`, its [`CallHost`]'s.
     state: Option<StateMap>,
-    /// Whether updates still reach the sink. A lock rather than a flag, so that once
-    /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
-    accepting_updates: Mutex<bool>,
+    /// Its own signal (created on first use, a child of `parent` when there is one) and update
+    /// switch.
+    slot: CallSlot,
 }
 
 impl ContextInner {
@@ -121,18 +191,10 @@ impl ContextInner {
         ContextInner {
             call: self.call.clone(),
             idempotency_key: self.idempotency_key.clone(),
-            signal: self.signal.clone(),
             parent: self.parent.clone(),
             state: self.state.clone(),
-            accepting_updates: Mutex::new(*self.accepting()),
+            slot: self.slot.copy(),
         }
-    }
-
-    fn accepting(&self) -> MutexGuard<'_, bool> {
-        // A sink that panicked while holding the lock leaves a plain bool behind: keep using it.
-        self.accepting_updates
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -147,29 +209,63 @@ impl ToolContext {
 
     /// A context for call number `call` of `host`, which holds the call's id and receives its
     /// updates (see [`CallHost`]); otherwise like [`new`](Self::new).
+    ///
+    /// When the host keeps the call's [`CallSlot`] ([`CallHost::call_slot`]), the context
+    /// allocates nothing.
     pub fn hosted(host: Arc<dyn CallHost>, call: usize) -> Self {
+        if host.call_slot(call).is_some() {
+            return ToolContext {
+                repr: Repr::Slotted { host, call },
+            };
+        }
         ToolContext::with_identity(CallIdentity::Hosted { host, call })
     }
 
     fn with_identity(call: CallIdentity) -> Self {
         ToolContext {
-            inner: Arc::new(ContextInner {
+            repr: Repr::Own(Arc::new(ContextInner {
                 call,
                 idempotency_key: None,
-                signal: OnceLock::new(),
                 parent: None,
                 state: None,
-                accepting_updates: Mutex::new(true),
-            }),
+                slot: CallSlot::new(),
+            })),
         }
     }
 
-    /// The inner data, copied first if another clone shares it.
+    /// The context's own data, copied first if another clone shares it (or taken out of its
+    /// host's slot: a context changed by a builder no longer shares its host's).
     fn inner_mut(&mut self) -> &mut ContextInner {
-        if Arc::get_mut(&mut self.inner).is_none() {
-            self.inner = Arc::new(self.inner.duplicate());
+        if let Repr::Slotted { host, call } = &self.repr {
+            let inner = ContextInner {
+                call: CallIdentity::Hosted {
+                    host: Arc::clone(host),
+                    call: *call,
+                },
+                idempotency_key: None,
+                parent: None,
+                state: None,
+                slot: self.slot().copy(),
+            };
+            self.repr = Repr::Own(Arc::new(inner));
         }
-        Arc::get_mut(&mut self.inner).expect("unique after the copy above")
+        let Repr::Own(inner) = &mut self.repr else {
+            unreachable!("a slotted context was given its own data above");
+        };
+        if Arc::get_mut(inner).is_none() {
+            *inner = Arc::new(inner.duplicate());
+        }
+        Arc::get_mut(inner).expect("unique after the copy above")
+    }
+
+    /// The call's own signal and update switch.
+    fn slot(&self) -> &CallSlot {
+        match &self.repr {
+            Repr::Own(inner) => &inner.slot,
+            Repr::Slotted { host, call } => host
+                .call_slot(*call)
+                .expect("a `CallHost` must keep giving a call the slot it gave it once"),
+        }
     }
 
     /// Uses `signal` as this call's abort signal (shared: a tool cancelling it cancels it for
@@ -177,7 +273,7 @@ impl ToolContext {
     #[must_use]
     pub fn with_signal(mut self, signal: CancellationToken) -> Self {
         let inner = self.inner_mut();
-        inner.signal = OnceLock::from(signal);
+        inner.slot.signal = OnceLock::from(signal);
         inner.parent = None;
         self
     }
@@ -188,7 +284,7 @@ impl ToolContext {
     #[must_use]
     pub fn with_parent_signal(mut self, parent: CancellationToken) -> Self {
         let inner = self.inner_mut();
-        inner.signal = OnceLock::new();
+        inner.slot.signal = OnceLock::new();
         inner.parent = Some(parent);
         self
     }
@@ -213,17 +309,23 @@ impl ToolContext {
 
     /// The id of the call being executed.
     pub fn tool_call_id(&self) -> &str {
-        match &self.inner.call {
-            CallIdentity::Own { tool_call_id, .. } => tool_call_id,
-            CallIdentity::Hosted { host, call } => host.tool_call_id(*call),
+        match &self.repr {
+            Repr::Own(inner) => match &inner.call {
+                CallIdentity::Own { tool_call_id, .. } => tool_call_id,
+                CallIdentity::Hosted { host, call } => host.tool_call_id(*call),
+            },
+            Repr::Slotted { host, call } => host.tool_call_id(*call),
         }
     }
 
     /// Whether updates have somewhere to go.
     fn has_updates(&self) -> bool {
-        match &self.inner.call {
-            CallIdentity::Own { updates, .. } => updates.is_some(),
-            CallIdentity::Hosted { .. } => true,
+        match &self.repr {
+            Repr::Own(inner) => match &inner.call {
+                CallIdentity::Own { updates, .. } => updates.is_some(),
+                CallIdentity::Hosted { .. } => true,
+            },
+            Repr::Slotted { .. } => true,
         }
     }
 
@@ -239,13 +341,16 @@ impl ToolContext {
     /// time this call runs, also when a durable host runs it again after a crash (at-least-once
     /// execution). `None` when the host gives no such guarantee (an in-process run).
     pub fn idempotency_key(&self) -> Option<&str> {
-        self.inner.idempotency_key.as_deref()
+        match &self.repr {
+            Repr::Own(inner) => inner.idempotency_key.as_deref(),
+            Repr::Slotted { .. } => None,
+        }
     }
 
     /// The abort signal: cancelled when the run is aborted. Long-running tools should select on
     /// [`CancellationToken::cancelled`] and return early.
     pub fn signal(&self) -> &CancellationToken {
-        self.inner.signal.get_or_init(|| match self.parent() {
+        self.slot().signal.get_or_init(|| match self.parent() {
             Some(parent) => parent.child_token(),
             None => CancellationToken::new(),
         })
@@ -253,16 +358,19 @@ impl ToolContext {
 
     /// The token the call's own signal derives from: its own parent, or its host's signal.
     fn parent(&self) -> Option<&CancellationToken> {
-        match (&self.inner.parent, &self.inner.call) {
-            (Some(parent), _) => Some(parent),
-            (None, CallIdentity::Hosted { host, .. }) => host.signal(),
-            (None, CallIdentity::Own { .. }) => None,
+        match &self.repr {
+            Repr::Own(inner) => match (&inner.parent, &inner.call) {
+                (Some(parent), _) => Some(parent),
+                (None, CallIdentity::Hosted { host, .. }) => host.signal(),
+                (None, CallIdentity::Own { .. }) => None,
+            },
+            Repr::Slotted { host, .. } => host.signal(),
         }
     }
 
     /// Whether the call has been aborted (the run's signal, or the call's own).
     pub fn is_aborted(&self) -> bool {
-        match self.inner.signal.get() {
+        match self.slot().signal.get() {
             Some(signal) => signal.is_cancelled(),
             None => self.parent().is_some_and(CancellationToken::is_cancelled),
         }
@@ -273,7 +381,7 @@ impl ToolContext {
     /// Ignored once the tool has finished, so a stray late update never reaches the host after
     /// the final result.
     pub fn update<D: Serialize>(&self, partial: ToolResult<D>) {
-        if !self.has_updates() || !*self.inner.accepting() {
+        if !self.has_updates() || !*self.slot().accepting() {
             return;
         }
         let partial = match partial.into_value() {
@@ -281,15 +389,18 @@ impl ToolContext {
             Err(err) => ToolResult::text(err.to_string()),
         };
         // Delivered under the lock, so `close_updates` cannot slip in between check and send.
-        let accepting = self.inner.accepting();
+        let accepting = self.slot().accepting();
         if *accepting {
-            match &self.inner.call {
-                CallIdentity::Own {
-                    updates: Some(sink),
-                    ..
-                } => sink(partial),
-                CallIdentity::Own { updates: None, .. } => {}
-                CallIdentity::Hosted { host, call } => host.update(*call, partial),
+            match &self.repr {
+                Repr::Own(inner) => match &inner.call {
+                    CallIdentity::Own {
+                        updates: Some(sink),
+                        ..
+                    } => sink(partial),
+                    CallIdentity::Own { updates: None, .. } => {}
+                    CallIdentity::Hosted { host, call } => host.update(*call, partial),
+                },
+                Repr::Slotted { host, call } => host.update(*call, partial),
             }
         }
     }
@@ -299,16 +410,20 @@ impl ToolContext {
     /// the abort grace): once this returns, no update of this call reaches the sink any more,
     /// even from a task the tool left running.
     pub fn close_updates(&self) {
-        *self.inner.accepting() = false;
+        *self.slot().accepting() = false;
     }
 
     /// The shared state of this call.
     pub fn state(&self) -> &StateMap {
-        match (&self.inner.state, &self.inner.call) {
-            (Some(state), _) => state,
-            (None, CallIdentity::Hosted { host, .. }) => host.state().unwrap_or(&NO_STATE),
-            (None, CallIdentity::Own { .. }) => &NO_STATE,
-        }
+        let host = match &self.repr {
+            Repr::Own(inner) => match (&inner.state, &inner.call) {
+                (Some(state), _) => return state,
+                (None, CallIdentity::Hosted { host, .. }) => host,
+                (None, CallIdentity::Own { .. }) => return &NO_STATE,
+            },
+            Repr::Slotted { host, .. } => host,
+        };
+        host.state().unwrap_or(&NO_STATE)
     }
 }
 
@@ -316,7 +431,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("tool_call_id", &self.tool_call_id())
-            .field("idempotency_key", &self.inner.idempotency_key)
+            .field("idempotency_key", &self.idempotency_key())
             .field("aborted", &self.is_aborted())
             .field("has_update_sink", &self.has_updates())
             .field("state", self.state())
@@ -545,11 +660,12 @@ mod tests {
         assert_eq!(rebuilt.tool_call_id(), "c1");
     }
 
-    /// A host of two calls that records their updates.
+    /// A host of two calls that records their updates, and may keep their slots.
     struct TwoCalls {
         signal: CancellationToken,
         state: StateMap,
         updates: Mutex<Vec<(usize, String)>>,
+        slots: Option<[CallSlot; 2]>,
     }
 
     impl CallHost for TwoCalls {
@@ -569,21 +685,30 @@ mod tests {
         fn state(&self) -> Option<&StateMap> {
             Some(&self.state)
         }
+        fn call_slot(&self, call: usize) -> Option<&CallSlot> {
+            self.slots.as_ref()?.get(call)
+        }
     }
 
-    fn two_calls() -> Arc<TwoCalls> {
+    fn two_calls(keeps_slots: bool) -> Arc<TwoCalls> {
         let mut state = StateMap::new();
         state.insert(7_u32);
         Arc::new(TwoCalls {
             signal: CancellationToken::new(),
             state,
             updates: Mutex::default(),
+            slots: keeps_slots.then(|| [CallSlot::new(), CallSlot::new()]),
         })
     }
 
     #[test]
     fn a_hosted_context_takes_its_id_signal_state_and_updates_from_the_host() {
-        let host = two_calls();
+        for keeps_slots in [false, true] {
+            takes_everything_from_the_host(two_calls(keeps_slots));
+        }
+    }
+
+    fn takes_everything_from_the_host(host: Arc<TwoCalls>) {
         let ctx = ToolContext::hosted(host.clone(), 1);
         assert_eq!(ctx.tool_call_id(), "second");
         assert_eq!(ctx.state().get::<u32>().as_deref(), Some(&7));
@@ -610,7 +735,12 @@ mod tests {
 
     #[test]
     fn a_hosted_context_given_its_own_state_signal_or_sink_uses_them() {
-        let host = two_calls();
+        for keeps_slots in [false, true] {
+            uses_its_own_over_the_hosts(two_calls(keeps_slots));
+        }
+    }
+
+    fn uses_its_own_over_the_hosts(host: Arc<TwoCalls>) {
         let mut state = StateMap::new();
         state.insert("own");
         let sink_seen = Arc::new(Mutex::new(0));
@@ -640,6 +770,34 @@ mod tests {
         );
         parent.cancel();
         assert!(ctx.is_aborted());
+    }
+
+    #[test]
+    fn a_context_in_its_hosts_slot_shares_it_with_its_clones_until_a_builder_changes_it() {
+        let host = two_calls(true);
+        let ctx = ToolContext::hosted(host.clone(), 0);
+        let clone = ctx.clone();
+        let signal = ctx.signal().clone();
+        assert!(clone.signal().is_cancelled() == signal.is_cancelled());
+        signal.cancel();
+        assert!(clone.is_aborted(), "clones share the slot's signal");
+        assert!(!host.signal.is_cancelled());
+
+        let keyed = ToolContext::hosted(host.clone(), 1).with_idempotency_key("k");
+        assert_eq!(keyed.idempotency_key(), Some("k"));
+        assert_eq!(keyed.tool_call_id(), "second");
+        let original = ToolContext::hosted(host.clone(), 1);
+        assert_eq!(original.idempotency_key(), None);
+        original.close_updates();
+        keyed.update(ToolResult::text("its own switch"));
+        assert_eq!(
+            host.updates
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            vec![(1, "its own switch".to_owned())],
+            "a context changed by a builder has a switch of its own"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod __private {
 
 pub use annotations::ToolAnnotations;
 pub use content::{Content, Cost, Usage};
-pub use context::{CallHost, SharedState, State, StateMap, ToolContext, UpdateSink};
+pub use context::{CallHost, CallSlot, SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
 pub use limits::{

@@ -1,10 +1,10 @@
 //! What a batch's tool calls share: one [`CallHost`] per batch holds their ids, receives their
-//! partial results and lends them the run's signal and state, so a call's context needs no id
-//! copy, no update closure and no clones of its own.
+//! partial results, lends them the run's signal and state and keeps each call's [`CallSlot`],
+//! so a call's context allocates nothing: no id copy, no update closure, no clones.
 
 use std::sync::Arc;
 
-use pi_tool::{CallHost, CancellationToken, StateMap, ToolResult};
+use pi_tool::{CallHost, CallSlot, CancellationToken, StateMap, ToolResult};
 
 use super::emitter::Shared;
 use crate::event::{AgentEvent, ToolCallRef};
@@ -16,6 +16,9 @@ pub(super) struct BatchHost {
     shared: Arc<Shared>,
     signal: CancellationToken,
     state: StateMap,
+    /// One per content block of the message (only the tool calls' are used): allocated once for
+    /// the whole batch.
+    slots: Box<[CallSlot]>,
 }
 
 impl BatchHost {
@@ -26,7 +29,9 @@ impl BatchHost {
         signal: &CancellationToken,
         state: &StateMap,
     ) -> Arc<dyn CallHost> {
+        let blocks = message.as_assistant().map_or(0, |m| m.content.len());
         Arc::new(BatchHost {
+            slots: (0..blocks).map(|_| CallSlot::new()).collect(),
             message: Arc::clone(message),
             shared: Arc::clone(shared),
             signal: signal.clone(),
@@ -54,6 +59,10 @@ impl CallHost for BatchHost {
 
     fn state(&self) -> Option<&StateMap> {
         Some(&self.state)
+    }
+
+    fn call_slot(&self, call: usize) -> Option<&CallSlot> {
+        self.slots.get(call)
     }
 
     fn update(&self, call: usize, partial: ToolResult) {

@@ -58,7 +58,7 @@ impl Default for ArgumentLimits {
 }
 
 /// What went over a limit.
-enum Exceeded {
+pub(crate) enum Exceeded {
     Bytes,
     Depth,
 }
@@ -152,7 +152,11 @@ fn check_text(text: &str, max_bytes: usize, max_depth: usize) -> Result<(), Exce
 }
 
 /// Scalars count a few bytes, strings and keys their length plus quotes and separators.
-fn check_value(value: &Value, budget: &mut usize, depth_left: usize) -> Result<(), Exceeded> {
+pub(crate) fn check_value(
+    value: &Value,
+    budget: &mut usize,
+    depth_left: usize,
+) -> Result<(), Exceeded> {
     let own = match value {
         Value::String(text) => text.len() + 2,
         Value::Array(_) | Value::Object(_) => {

@@ -68,10 +68,18 @@ pub fn prepare_call_within(
     raw_arguments: &Value,
     limits: &ArgumentLimits,
 ) -> Result<PreparedArguments, ToolError> {
-    limits.check(&tool.spec().name, raw_arguments)?;
     if !tool.rewrites_arguments() {
+        // The usual call: arguments that fit as they are pass in one walk.
+        if tool
+            .validator()
+            .is_some_and(|validator| validator.accepts_as_is(raw_arguments, limits))
+        {
+            return Ok(PreparedArguments(None));
+        }
+        limits.check(&tool.spec().name, raw_arguments)?;
         return validate_borrowed_unchecked(tool, raw_arguments).map(PreparedArguments);
     }
+    limits.check(&tool.spec().name, raw_arguments)?;
     let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
         tool.prepare_arguments(raw_arguments.clone())
     }))

@@ -3,6 +3,7 @@
 
 mod alternatives;
 mod number;
+mod quick;
 mod report;
 mod shape;
 
@@ -11,7 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+use crate::limits::MAX_SUPPORTED_ARGUMENT_DEPTH;
 use crate::{AgentTool, ArgumentLimits, ToolError, ToolSpec};
+use quick::Quick;
 use shape::Shape;
 
 /// A tool's schema compiled once: the `jsonschema` validator plus what normalization needs.
@@ -22,6 +25,8 @@ pub struct ArgumentValidator {
     tool_name: String,
     compiled: Result<jsonschema::Validator, String>,
     shape: Shape,
+    /// The one-walk check of arguments that fit as they are.
+    quick: Quick,
     /// The schema, to explain a failed union from its branches.
     schema: Value,
 }
@@ -48,6 +53,7 @@ impl ArgumentValidator {
             tool_name: spec.name.clone(),
             compiled,
             shape: Shape::new(&spec.parameters),
+            quick: Quick::new(&spec.parameters),
             schema: spec.parameters.clone(),
         }
     }
@@ -89,8 +95,45 @@ impl ArgumentValidator {
         }
     }
 
+    /// Whether `arguments` can be used exactly as they are: within `limits`, with nothing to
+    /// normalize, and valid. One walk that allocates nothing, for the usual call; `false` only
+    /// means "take the full path" ([`ArgumentLimits::check`], then
+    /// [`validate_borrowed`](Self::validate_borrowed)), which decides and explains. Schemas
+    /// with keywords beyond what `#[tool]` types produce always take the full path.
+    ///
+    /// ```
+    /// use pi_tool::{ArgumentLimits, ArgumentValidator, ToolSpec};
+    /// use serde_json::json;
+    ///
+    /// let spec = ToolSpec {
+    ///     name: "greet".into(),
+    ///     description: "Greet someone.".into(),
+    ///     parameters: json!({
+    ///         "type": "object",
+    ///         "properties": {"name": {"type": "string"}},
+    ///         "required": ["name"]
+    ///     }),
+    /// };
+    /// let validator = ArgumentValidator::new(&spec);
+    /// let limits = ArgumentLimits::DEFAULT;
+    /// assert!(validator.accepts_as_is(&json!({"name": "Ada"}), &limits));
+    /// // "7" would be normalized, a number is not a name: both take the full path.
+    /// assert!(!validator.accepts_as_is(&json!({"name": 7}), &limits));
+    /// assert!(!validator.accepts_as_is(&json!({}), &limits));
+    /// ```
+    pub fn accepts_as_is(&self, arguments: &Value, limits: &ArgumentLimits) -> bool {
+        self.compiled.is_ok() && self.quick.accepts(arguments, limits)
+    }
+
     /// Normalizes and checks parsed arguments; `Ok(None)`: valid unchanged.
     fn check(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
+        // The limits were checked before (or by the caller): only the walk's depth is bounded.
+        const CHECKED: ArgumentLimits = ArgumentLimits::DEFAULT
+            .max_bytes(usize::MAX)
+            .max_depth(MAX_SUPPORTED_ARGUMENT_DEPTH);
+        if self.accepts_as_is(arguments, &CHECKED) {
+            return Ok(None);
+        }
         let compiled = match &self.compiled {
             Ok(compiled) => compiled,
             Err(err) => {

@@ -9,18 +9,18 @@ use super::number::parse_exact;
 
 /// JSON types a schema node accepts, as bit flags; empty means "anything".
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Types(u8);
+pub(crate) struct Types(pub(crate) u8);
 
 impl Types {
-    const NULL: u8 = 1;
-    const BOOLEAN: u8 = 2;
-    const INTEGER: u8 = 4;
-    const NUMBER: u8 = 8;
-    const STRING: u8 = 16;
-    const ARRAY: u8 = 32;
-    const OBJECT: u8 = 64;
+    pub(crate) const NULL: u8 = 1;
+    pub(crate) const BOOLEAN: u8 = 2;
+    pub(crate) const INTEGER: u8 = 4;
+    pub(crate) const NUMBER: u8 = 8;
+    pub(crate) const STRING: u8 = 16;
+    pub(crate) const ARRAY: u8 = 32;
+    pub(crate) const OBJECT: u8 = 64;
 
-    fn from_name(name: &str) -> u8 {
+    pub(crate) fn from_name(name: &str) -> u8 {
         match name {
             "null" => Self::NULL,
             "boolean" => Self::BOOLEAN,
@@ -33,7 +33,7 @@ impl Types {
         }
     }
 
-    fn of_value(value: &Value) -> u8 {
+    pub(crate) fn of_value(value: &Value) -> u8 {
         match value {
             Value::Null => Self::NULL,
             Value::Bool(_) => Self::BOOLEAN,
@@ -45,11 +45,11 @@ impl Types {
         }
     }
 
-    fn has(self, flag: u8) -> bool {
+    pub(crate) fn has(self, flag: u8) -> bool {
         self.0 & flag != 0
     }
 
-    fn is_any(self) -> bool {
+    pub(crate) fn is_any(self) -> bool {
         self.0 == 0
     }
 }

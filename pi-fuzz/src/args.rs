@@ -8,8 +8,8 @@ use std::sync::LazyLock;
 
 use pi_runtime::providers::PartialJson;
 use pi_tool::{
-    DEFAULT_MAX_ARGUMENT_DEPTH, Json, State, ToolCall, ToolContext, ToolRegistry, tool,
-    validate_arguments,
+    ArgumentLimits, DEFAULT_MAX_ARGUMENT_DEPTH, Json, State, ToolCall, ToolContext, ToolRegistry,
+    tool, validate_arguments,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -250,6 +250,22 @@ static REGISTRY: LazyLock<ToolRegistry> = LazyLock::new(|| {
         .with_state(Prefix("p".to_owned()))
 });
 
+/// Each tool's schema compiled by `jsonschema` here, apart from the validators under test.
+static SCHEMAS: LazyLock<HashMap<&'static str, jsonschema::Validator>> = LazyLock::new(|| {
+    TOOL_NAMES
+        .iter()
+        .filter_map(|&name| {
+            let tool = REGISTRY.get(name)?;
+            let compiled = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .should_validate_formats(false)
+                .build(&tool.spec().parameters)
+                .unwrap_or_else(|err| panic!("the schema of {name} compiles: {err}"));
+            Some((name, compiled))
+        })
+        .collect()
+});
+
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_current_thread()
         .build()
@@ -295,7 +311,9 @@ fn nesting_of_value(value: &Value) -> usize {
 /// Input: a tool-selector byte, then the argument text a model streamed (lossy UTF-8), read as
 /// the providers read it ([`PartialJson::finish`]: JSON, repaired JSON, or the raw string).
 ///
-/// Asserts: the call gives exactly one result; an error result is `Tool <name> not found`
+/// Asserts: arguments the quick check takes as they are pass an independent compile of the
+/// tool's schema, within the limits, and the call succeeds; the call gives exactly one result;
+/// an error result is `Tool <name> not found`
 /// for the unknown tool, the depth limit's refusal for arguments nested deeper than 64 levels
 /// (counted independently), and our validation report (`Validation failed for tool "<name>":`,
 /// with the received arguments) otherwise, never a serde error after validation passed nor a
@@ -319,6 +337,17 @@ pub fn args_pipeline(data: &[u8]) {
         );
         return;
     };
+    if let Some(validator) = tool.validator()
+        && validator.accepts_as_is(&call.arguments, &ArgumentLimits::DEFAULT)
+    {
+        assert!(
+            ArgumentLimits::DEFAULT.check(name, &call.arguments).is_ok()
+                && SCHEMAS[name].is_valid(&call.arguments),
+            "the quick check took {} for {name}",
+            call.arguments
+        );
+        assert!(!result.is_error, "taken as is, yet refused: {text}");
+    }
     if result.is_error {
         if text.starts_with(&format!("Arguments for tool \"{name}\" are nested deeper")) {
             assert!(

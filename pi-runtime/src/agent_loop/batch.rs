@@ -121,10 +121,10 @@ impl<'b> Batch<'_, 'b> {
     }
 
     /// Records how a call ended on its span.
-    fn record_outcome(&self, span: &Span, call: &ToolCallRef, done: &Finished) {
+    fn record_outcome(&self, span: &Span, done: &Finished) {
         spans::record_tool_outcome(
             span,
-            call,
+            &done.call,
             &done.message,
             self.env.config.trace_tool_content,
         );
@@ -143,24 +143,23 @@ impl<'b> Batch<'_, 'b> {
             let span = self.tool_span(&call);
             let started = Instant::now();
             let preparation = if self.env.config.before_tool_call.is_none() {
-                span.in_scope(|| self.validate(call.clone(), started))
+                span.in_scope(|| self.validate(&call, started))
             } else {
-                self.prepare(call.clone(), started)
-                    .instrument(span.clone())
-                    .await
+                self.prepare(&call, started).instrument(span.clone()).await
             };
-            let (done, end) = match preparation {
-                Preparation::Immediate(result) => self.finish_quietly(&call, result, started),
+            let mut done = match preparation {
+                Preparation::Immediate(result) => self.finished(&call, result, started),
                 Preparation::Ready(prepared) => {
                     let (call, result, started) = self
                         .execute_until_aborted(prepared)
                         .instrument(span.clone())
                         .await;
-                    self.finish_quietly(&call, result, started)
+                    self.finished(&call, result, started)
                 }
             };
-            self.record_outcome(&span, &call, &done);
+            self.record_outcome(&span, &done);
             drop(span);
+            let end = done.end_event();
             let [start, end_message] = message_events(&done.message);
             self.env.emitter.emit_all([end, start, end_message]).await;
             outcome.push(done);
@@ -173,44 +172,34 @@ impl<'b> Batch<'_, 'b> {
         count: usize,
         outcome: &mut BatchOutcome,
     ) {
-        let mut slots: Vec<Option<Finished>> = Vec::with_capacity(count);
-        let mut ready = Vec::with_capacity(count);
-        // Without a `before_tool_call` hook, preparation runs no code that could observe the
-        // events, so they are queued in one go when it is over.
-        let buffer = self.env.config.before_tool_call.is_none();
-        let mut buffered = Vec::with_capacity(if buffer { count } else { 0 });
+        // Every call of the batch in source order, from its preparation to its result, in one
+        // vector: a batch of a thousand calls touches as little memory as it can.
+        let mut slots: Vec<Slot<'b>> = Vec::with_capacity(count);
+        let hooked = self.env.config.before_tool_call.is_some();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            let start = AgentEvent::ToolExecutionStart { call: call.clone() };
-            if buffer {
-                buffered.push(start);
-            } else {
-                self.env.emitter.emit(start).await;
-            }
+            self.env
+                .emitter
+                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
+                .await;
             let span = self.tool_span(&call);
             let started = Instant::now();
-            let preparation = if buffer {
-                span.in_scope(|| self.validate(call.clone(), started))
+            let preparation = if hooked {
+                self.prepare(&call, started).instrument(span.clone()).await
             } else {
-                self.prepare(call.clone(), started)
-                    .instrument(span.clone())
-                    .await
+                span.in_scope(|| self.validate(&call, started))
             };
             match preparation {
                 Preparation::Immediate(result) => {
-                    let (done, end) = self.finish_quietly(&call, result, started);
-                    self.record_outcome(&span, &call, &done);
-                    if buffer {
-                        buffered.push(end);
-                    } else {
-                        self.env.emitter.emit(end).await;
-                    }
-                    slots.push(Some(done));
+                    let mut done = self.finished(&call, result, started);
+                    self.record_outcome(&span, &done);
+                    self.env.emitter.emit(done.end_event()).await;
+                    slots.push(Slot::Done {
+                        done,
+                        end_pending: false,
+                    });
                 }
-                Preparation::Ready(prepared) => {
-                    ready.push((slots.len(), prepared, span));
-                    slots.push(None);
-                }
+                Preparation::Ready(prepared) => slots.push(Slot::Ready(prepared, span)),
             }
         }
 
@@ -218,24 +207,20 @@ impl<'b> Batch<'_, 'b> {
         // Every call is polled once in source order before any end is emitted; a call that
         // finishes on that first poll never needs a task of its own (most tools finish at once),
         // and its end waits until every call has started.
-        self.env.emitter.emit_all(buffered).await;
         let limit = self.env.config.max_parallel.unwrap_or(usize::MAX).max(1);
-        let mut finished_first = Vec::with_capacity(ready.len().min(limit));
-        let mut waiting = ready.into_iter();
         let mut running = None;
         let mut running_count = 0;
-        // The calls still running after their first poll: what an abort needs to answer them.
-        let mut running_meta = Vec::new();
-        // A finished call comes back as its message and end event (small), not its result.
+        // The next slot to start.
+        let mut next = 0;
         // Each call runs inside its span, also while other calls' futures are polled.
         let start = |slot: usize, prepared: Prepared<'b>, span: Span| {
             let recorder = span.clone();
             Either::Left(
                 async move {
                     let (call, result, started) = self.execute(prepared).await;
-                    let (done, end) = self.finish_quietly(&call, result, started);
-                    self.record_outcome(&recorder, &call, &done);
-                    (slot, done, end)
+                    let done = self.finished(&call, result, started);
+                    self.record_outcome(&recorder, &done);
+                    (slot, done)
                 }
                 .instrument(span),
             )
@@ -251,40 +236,40 @@ impl<'b> Batch<'_, 'b> {
             Either::Right(
                 async move {
                     let result = future.await;
-                    let (done, end) = self.finish_quietly(&call, result, started);
-                    self.record_outcome(&recorder, &call, &done);
-                    (slot, done, end)
+                    let done = self.finished(&call, result, started);
+                    self.record_outcome(&recorder, &done);
+                    (slot, done)
                 }
                 .instrument(span),
             )
         };
         // Calls that finish on their first poll hand their box to the next call.
         let mut spare = None;
-        while running_count < limit {
-            let Some((slot, prepared, span)) = waiting.next() else {
-                break;
+        while running_count < limit && next < slots.len() {
+            let index = next;
+            next += 1;
+            let Some((prepared, span)) = slots[index].start() else {
+                continue;
             };
             // A plain call is started and polled here, with no future or box around its own.
             let prepared = match span.in_scope(|| self.start_plain(prepared)) {
                 Ok(mut plain) => {
                     match poll_once_in(&span, &mut plain.future).await {
                         Poll::Ready(result) => {
-                            let (done, end) =
-                                self.finish_quietly(&plain.call, result, plain.started);
-                            self.record_outcome(&span, &plain.call, &done);
-                            slots[slot] = Some(done);
-                            finished_first.push(end);
+                            let done = self.finished(&plain.call, result, plain.started);
+                            self.record_outcome(&span, &done);
+                            slots[index] = Slot::Done {
+                                done,
+                                end_pending: true,
+                            };
                         }
                         Poll::Pending => {
-                            running_meta.push((
-                                slot,
-                                plain.call.clone(),
-                                plain.started,
-                                span.clone(),
-                            ));
+                            slots[index] = Slot::running(&plain.call, plain.started, &span);
                             running
                                 .get_or_insert_with(FuturesUnordered::new)
-                                .push(Box::pin(OptionFuture::from(Some(go_on(slot, plain, span)))));
+                                .push(Box::pin(OptionFuture::from(Some(go_on(
+                                    index, plain, span,
+                                )))));
                             running_count += 1;
                         }
                     }
@@ -292,44 +277,37 @@ impl<'b> Batch<'_, 'b> {
                 }
                 Err(prepared) => prepared,
             };
-            let (call, started) = (prepared.call.clone(), prepared.started);
-            let meta_span = span.clone();
+            let running_slot = Slot::running(&prepared.call, prepared.started, &span);
             let mut execution = spare
                 .take()
                 .unwrap_or_else(|| Box::pin(OptionFuture::from(None)));
-            execution.set(OptionFuture::from(Some(start(slot, prepared, span))));
+            execution.set(OptionFuture::from(Some(start(index, prepared, span))));
             match poll_once(execution.as_mut()).await {
-                Poll::Ready(Some((slot, done, end))) => {
-                    slots[slot] = Some(done);
-                    finished_first.push(end);
+                Poll::Ready(Some((slot, done))) => {
+                    slots[slot] = Slot::Done {
+                        done,
+                        end_pending: true,
+                    };
                     execution.set(OptionFuture::from(None));
                     spare = Some(execution);
                 }
                 Poll::Ready(None) => {}
                 Poll::Pending => {
+                    slots[index] = running_slot;
                     running
                         .get_or_insert_with(FuturesUnordered::new)
                         .push(execution);
-                    running_meta.push((slot, call, started, meta_span));
                     running_count += 1;
                 }
             }
         }
         drop(spare);
-        if running.is_none() {
-            // Everything finished on its first poll: the ends and the result messages go out
-            // together.
-            for done in slots.into_iter().flatten() {
-                outcome.push(done);
-            }
-            let messages = outcome.results.iter().flat_map(message_events);
-            self.env
-                .emitter
-                .emit_all(finished_first.into_iter().chain(messages))
-                .await;
-            return;
-        }
-        self.env.emitter.emit_all(finished_first).await;
+        // The ends of the calls that finished on their first poll.
+        self.env
+            .emitter
+            .emit_all(PendingEnds(slots.iter_mut()))
+            .await;
+
         if let Some(mut running) = running {
             // After an abort the loop waits at most `abort_grace` more: a tool that ignores the
             // signal cannot hang the run (its call is answered `Operation aborted`).
@@ -337,65 +315,151 @@ impl<'b> Batch<'_, 'b> {
             let mut grace: Option<Pin<Box<Grace>>> = None;
             let mut aborted = false;
             loop {
-                while running.len() < limit {
-                    let Some((slot, prepared, span)) = waiting.next() else {
-                        break;
+                while running.len() < limit && next < slots.len() {
+                    let index = next;
+                    next += 1;
+                    let Some((prepared, span)) = slots[index].start() else {
+                        continue;
                     };
-                    running_meta.push((
-                        slot,
-                        prepared.call.clone(),
-                        prepared.started,
-                        span.clone(),
-                    ));
+                    slots[index] = Slot::running(&prepared.call, prepared.started, &span);
                     running.push(Box::pin(OptionFuture::from(Some(start(
-                        slot, prepared, span,
+                        index, prepared, span,
                     )))));
                 }
-                let next = match grace.as_mut() {
+                let finished = match grace.as_mut() {
                     None => match select(running.next(), cancelled.as_mut()).await {
-                        Either::Left((next, _)) => next,
+                        Either::Left((finished, _)) => finished,
                         Either::Right(((), _)) => {
                             grace = Some(Box::pin(Grace::after(self.env.config.abort_grace)));
                             continue;
                         }
                     },
                     Some(grace) => match select(running.next(), grace.as_mut()).await {
-                        Either::Left((next, _)) => next,
+                        Either::Left((finished, _)) => finished,
                         Either::Right(((), _)) => {
                             aborted = true;
                             break;
                         }
                     },
                 };
-                let Some(next) = next else {
+                let Some(finished) = finished else {
                     break;
                 };
-                if let Some((slot, done, end)) = next {
-                    slots[slot] = Some(done);
+                if let Some((slot, mut done)) = finished {
+                    let end = done.end_event();
+                    slots[slot] = Slot::Done {
+                        done,
+                        end_pending: false,
+                    };
                     self.env.emitter.emit(end).await;
                 }
             }
             if aborted {
                 drop(running);
-                let unstarted = waiting
-                    .map(|(slot, prepared, span)| (slot, prepared.call, prepared.started, span));
-                for (slot, call, started, span) in running_meta.into_iter().chain(unstarted) {
-                    if slots[slot].is_none() {
-                        let result = ToolResult::error(ABORTED);
-                        let done = self.finish(&call, result, started).await;
-                        self.record_outcome(&span, &call, &done);
-                        slots[slot] = Some(done);
-                    }
+                // The calls still running, then those never started, in source order.
+                for slot in &mut slots {
+                    let Some((call, started, span)) = slot.unfinished() else {
+                        continue;
+                    };
+                    let done = self
+                        .finish(&call, ToolResult::error(ABORTED), started)
+                        .await;
+                    self.record_outcome(&span, &done);
+                    *slot = Slot::Done {
+                        done,
+                        end_pending: false,
+                    };
                 }
             }
         }
 
         // Result messages go out in source order.
-        for done in slots.into_iter().flatten() {
-            outcome.push(done);
+        for slot in slots {
+            if let Slot::Done { done, .. } = slot {
+                outcome.push(done);
+            }
         }
         let messages = outcome.results.iter().flat_map(message_events);
         self.env.emitter.emit_all(messages).await;
+    }
+}
+
+/// The ends of the calls that finished on their first poll, in source order (a named
+/// iterator: a closure here would trip the `Send` check of the loop's future).
+struct PendingEnds<'s, 't>(std::slice::IterMut<'s, Slot<'t>>);
+
+impl Iterator for PendingEnds<'_, '_> {
+    type Item = AgentEvent;
+
+    fn next(&mut self) -> Option<AgentEvent> {
+        self.0.find_map(Slot::pending_end)
+    }
+}
+
+/// Where one call of a parallel batch stands.
+enum Slot<'t> {
+    /// Prepared, not started yet.
+    Ready(Prepared<'t>, Span),
+    /// Being started: its first poll is under way.
+    Starting,
+    /// Still running after its first poll: what an abort needs to answer it.
+    Running {
+        call: ToolCallRef,
+        started: Instant,
+        span: Span,
+    },
+    /// Finished; `end_pending`: its `ToolExecutionEnd` is still to be emitted.
+    Done { done: Finished, end_pending: bool },
+}
+
+impl<'t> Slot<'t> {
+    fn running(call: &ToolCallRef, started: Instant, span: &Span) -> Self {
+        Slot::Running {
+            call: call.clone(),
+            started,
+            span: span.clone(),
+        }
+    }
+
+    /// A prepared call's parts, leaving it `Starting`; `None` for any other slot.
+    fn start(&mut self) -> Option<(Prepared<'t>, Span)> {
+        match std::mem::replace(self, Slot::Starting) {
+            Slot::Ready(prepared, span) => Some((prepared, span)),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// The end event of a call that finished on its first poll, once.
+    fn pending_end(&mut self) -> Option<AgentEvent> {
+        match self {
+            Slot::Done {
+                done,
+                end_pending: pending @ true,
+            } => {
+                *pending = false;
+                Some(done.end_event())
+            }
+            _ => None,
+        }
+    }
+
+    /// What answering a call that has not finished needs (after an abort); `None` when it has.
+    fn unfinished(&mut self) -> Option<(ToolCallRef, Instant, Span)> {
+        match std::mem::replace(self, Slot::Starting) {
+            Slot::Running {
+                call,
+                started,
+                span,
+            } => Some((call, started, span)),
+            Slot::Ready(prepared, span) => Some((prepared.call, prepared.started, span)),
+            other => {
+                *self = other;
+                None
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, execute_prepared,
+    AgentTool, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage, execute_prepared,
     prepare_call_within, tool_not_found_message,
 };
 use tracing::Span;
@@ -50,16 +50,36 @@ pub(super) enum Preparation<'t> {
     Ready(Prepared<'t>),
 }
 
-/// A finished call: its result message and the loop hints of its result.
+/// A finished call: its result message, the loop hints of its result, and what its
+/// `ToolExecutionEnd` tells besides the message.
 pub(super) struct Finished {
+    pub(super) call: ToolCallRef,
     pub(super) message: Arc<Message>,
     pub(super) terminate: bool,
     pub(super) added_tool_names: Vec<String>,
+    is_error: bool,
+    duration_ms: u64,
+    /// Taken by the end event.
+    usage: Option<Box<Usage>>,
+}
+
+impl Finished {
+    /// The call's `ToolExecutionEnd` (emitted once: it takes the usage).
+    pub(super) fn end_event(&mut self) -> AgentEvent {
+        AgentEvent::ToolExecutionEnd {
+            call: self.call.clone(),
+            result: Arc::clone(&self.message),
+            is_error: self.is_error,
+            terminate: self.terminate,
+            usage: self.usage.take(),
+            duration_ms: self.duration_ms,
+        }
+    }
 }
 
 impl<'b> Batch<'_, 'b> {
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
-    pub(super) async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+    pub(super) async fn prepare(&self, call: &ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
@@ -113,7 +133,7 @@ impl<'b> Batch<'_, 'b> {
 
     /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
     /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
-    pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+    pub(super) fn validate(&self, call: &ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.truncated {
             return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
         }
@@ -133,7 +153,7 @@ impl<'b> Batch<'_, 'b> {
             &self.env.config.argument_limits,
         ) {
             Ok(args) => Preparation::Ready(Prepared {
-                call,
+                call: call.clone(),
                 tool,
                 args,
                 started,
@@ -276,18 +296,18 @@ impl<'b> Batch<'_, 'b> {
         result: ToolResult,
         started: Instant,
     ) -> Finished {
-        let (done, end) = self.finish_quietly(call, result, started);
-        self.env.emitter.emit(end).await;
+        let mut done = self.finished(call, result, started);
+        self.env.emitter.emit(done.end_event()).await;
         done
     }
 
-    /// Builds the result message and the `ToolExecutionEnd` event to emit for it.
-    pub(super) fn finish_quietly(
+    /// Builds the result message (its `ToolExecutionEnd` is [`Finished::end_event`]).
+    pub(super) fn finished(
         &self,
         call: &ToolCallRef,
         result: ToolResult,
         started: Instant,
-    ) -> (Finished, AgentEvent) {
+    ) -> Finished {
         let now = Instant::now();
         let duration_ms =
             u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
@@ -309,20 +329,15 @@ impl<'b> Batch<'_, 'b> {
             duration_ms: Some(duration_ms),
             timestamp: self.env.clock.epoch_ms(now),
         }));
-        let end = AgentEvent::ToolExecutionEnd {
+        Finished {
             call: call.clone(),
-            result: Arc::clone(&message),
-            is_error,
-            terminate,
-            usage: usage.map(Box::new),
-            duration_ms,
-        };
-        let done = Finished {
             message,
             terminate,
             added_tool_names,
-        };
-        (done, end)
+            is_error,
+            duration_ms,
+            usage: usage.map(Box::new),
+        }
     }
 }
 

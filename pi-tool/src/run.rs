@@ -159,33 +159,33 @@ impl Future for ToolCallFuture<'_> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolResult> {
         let this = &mut *self;
-        // The tool's future is dropped (at the end of its arm) before its updates stop.
-        let outcome = match this.running.take() {
-            Some(Ok(mut future)) => {
+        // Matched where it lands: the result (216 bytes) is moved as few times as it can be.
+        let result = match &mut this.running {
+            Some(Ok(future)) => {
                 match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                    Ok(Poll::Pending) => {
-                        this.running = Some(Ok(future));
-                        return Poll::Pending;
-                    }
-                    Ok(Poll::Ready(outcome)) => Ok(outcome),
-                    Err(panic) => Err(panic),
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(Ok(result))) => result,
+                    Ok(Poll::Ready(Err(err))) => ToolResult::error(err.message()),
+                    Err(panic) => panicked(this.tool, &*panic),
                 }
             }
-            Some(Err(panic)) => Err(panic),
+            Some(Err(panic)) => panicked(this.tool, &**panic),
             None => panic!("a `ToolCallFuture` was polled after it finished"),
         };
-        let result = match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(err)) => ToolResult::error(err.message()),
-            Err(panic) => ToolResult::error(format!(
-                "Tool {} panicked: {}",
-                this.tool.spec().name,
-                panic_message(&*panic)
-            )),
-        };
+        // The tool's future is dropped before its updates stop.
+        this.running = None;
         this.ctx.close_updates();
         Poll::Ready(result)
     }
+}
+
+/// The result of a tool that panicked.
+fn panicked(tool: &dyn AgentTool, panic: &(dyn Any + Send)) -> ToolResult {
+    ToolResult::error(format!(
+        "Tool {} panicked: {}",
+        tool.spec().name,
+        panic_message(panic)
+    ))
 }
 
 impl Drop for ToolCallFuture<'_> {

@@ -58,8 +58,11 @@ struct Node {
     maximum: Option<i128>,
     /// `anyOf`: one branch must fit too.
     any_of: Vec<usize>,
-    /// `$ref`: the target must fit too (the node has no keywords of its own then).
+    /// `$ref`: the target must fit too (the node has no keywords of its own then). Also the
+    /// other branch of an `anyOf` with `{"type": "null"}` (`Option<T>`), with `nullable` set.
     target: Option<usize>,
+    /// `null` fits too (the `{"type": "null"}` branch of an `Option<T>`).
+    nullable: bool,
     /// A keyword this check does not know: never a quick yes.
     doubt: bool,
 }
@@ -131,6 +134,9 @@ impl Walk<'_> {
             return false;
         }
         if let Some(target) = node.target {
+            if node.nullable && value.is_null() {
+                return self.spend(4);
+            }
             return self.fits(target, value, depth_left);
         }
         if !node.any_of.is_empty() {
@@ -146,6 +152,7 @@ impl Walk<'_> {
     }
 
     /// The node's own keywords; `counted`: a branch has counted the value's bytes already.
+    #[inline(always)]
     fn fits_own(&mut self, node: &Node, value: &Value, depth_left: usize, counted: bool) -> bool {
         if !node.types.is_any() && !accepts_type(node.types, value) {
             return false;
@@ -206,11 +213,15 @@ impl Walk<'_> {
         depth_left: usize,
     ) -> bool {
         let mut found = 0u64;
-        for (key, member) in members {
+        for (position, (key, member)) in members.iter().enumerate() {
             if !self.spend(key.len() + 4) {
                 return false;
             }
-            let declared = node.properties.iter().position(|(name, _)| name == key);
+            // Models mostly send the keys in the schema's order: try that position first.
+            let declared = match node.properties.get(position) {
+                Some((name, _)) if name == key => Some(position),
+                _ => node.properties.iter().position(|(name, _)| name == key),
+            };
             let fits = match (declared, node.additional) {
                 (Some(position), _) => {
                     let required = node.required & (1 << position) != 0;
@@ -339,6 +350,7 @@ impl<'a> Builder<'a> {
         if !node.any_of.is_empty() && (has_structure(node) || node.strings.is_some()) {
             return false;
         }
+        self.simplify_option(index);
         self.read_required(index, map.get("required"))
     }
 
@@ -488,6 +500,39 @@ impl<'a> Builder<'a> {
             self.nodes[index].any_of.push(child);
         }
         structured <= 1 && !branches.is_empty()
+    }
+
+    /// `anyOf: [X, {"type": "null"}]` with nothing beside it (an `Option<T>`) becomes "null,
+    /// or X": one branch to try instead of two.
+    fn simplify_option(&mut self, index: usize) {
+        let node = &self.nodes[index];
+        let own_keywords = !node.types.is_any() || node.minimum.is_some() || node.maximum.is_some();
+        let [first, second] = node.any_of[..] else {
+            return;
+        };
+        if own_keywords {
+            return;
+        }
+        let is_null = |i: usize| {
+            let branch = &self.nodes[i];
+            branch.types.0 == Types::NULL
+                && !branch.doubt
+                && branch.target.is_none()
+                && branch.any_of.is_empty()
+                && branch.strings.is_none()
+                && branch.minimum.is_none()
+                && branch.maximum.is_none()
+                && !has_structure(branch)
+        };
+        let other = match (is_null(first), is_null(second)) {
+            (false, true) => first,
+            (true, false) => second,
+            _ => return,
+        };
+        let node = &mut self.nodes[index];
+        node.any_of.clear();
+        node.target = Some(other);
+        node.nullable = true;
     }
 
     /// The node a node stands for, through its references: `None` for a union (not simple
@@ -664,6 +709,13 @@ mod tests {
         let value = json!({"name": "a", "children": [{"name": "b", "children": []}]});
         assert!(quick_takes(&tree, &value));
         assert!(!quick_takes(&tree, &json!({"name": "a", "children": [{}]})));
+        // `Option<T>` takes null where it is required; a plain reference does not.
+        let option = json!({"type": "object", "required": ["a"], "properties": {
+            "a": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]},
+            "b": {"$ref": "#/$defs/N"}
+        }, "$defs": {"N": {"type": "integer"}}});
+        assert!(quick_takes(&option, &json!({"a": null, "b": 1})));
+        assert!(!quick_takes(&option, &json!({"a": 1, "b": null})));
     }
 
     /// Schemas of the kinds `#[tool]` makes, some with keywords the quick check leaves alone.
@@ -771,8 +823,8 @@ mod tests {
         })
     }
 
-    /// `$defs` lifted to the root, where references find them.
-    fn rooted(schema: Value) -> Value {
+    /// `$defs` lifted to the root, where references find them; `a` required or not.
+    fn rooted(schema: Value, required: bool) -> Value {
         fn lift(value: &mut Value, defs: &mut Map<String, Value>) {
             match value {
                 Value::Object(map) => {
@@ -789,6 +841,9 @@ mod tests {
             }
         }
         let mut schema = json!({"type": "object", "properties": {"a": schema, "b": {}}});
+        if required {
+            schema["required"] = json!(["a"]);
+        }
         let mut defs = Map::new();
         lift(&mut schema, &mut defs);
         if !defs.is_empty() {
@@ -807,8 +862,9 @@ mod tests {
             value in value(),
             max_bytes in prop_oneof![Just(usize::MAX), 4usize..80],
             max_depth in 1usize..5,
+            required in any::<bool>(),
         ) {
-            let schema = rooted(schema);
+            let schema = rooted(schema, required);
             let value = json!({"a": value});
             let limits = ArgumentLimits::DEFAULT.max_bytes(max_bytes).max_depth(max_depth);
             if Quick::new(&schema).accepts(&value, &limits) {

@@ -2,10 +2,10 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
+use super::clock::Instant;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
 
 use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
@@ -141,7 +141,7 @@ impl<'b> Batch<'_, 'b> {
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
             let span = self.tool_span(&call);
-            let started = Instant::now();
+            let started = self.env.clock.now();
             let preparation = if self.env.config.before_tool_call.is_none() {
                 span.in_scope(|| self.validate(&call, started))
             } else {
@@ -183,7 +183,7 @@ impl<'b> Batch<'_, 'b> {
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
                 .await;
             let span = self.tool_span(&call);
-            let started = Instant::now();
+            let started = self.env.clock.now();
             let preparation = if hooked {
                 self.prepare(&call, started).instrument(span.clone()).await
             } else {

@@ -2,11 +2,11 @@
 //! `before_tool_call`, abort checks), execution with its `ToolContext`, `after_tool_call`, and
 //! the result message.
 
+use super::clock::Instant;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
@@ -308,7 +308,7 @@ impl<'b> Batch<'_, 'b> {
         result: ToolResult,
         started: Instant,
     ) -> Finished {
-        let now = Instant::now();
+        let now = self.env.clock.now();
         let duration_ms =
             u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
         let ToolResult {

@@ -98,12 +98,13 @@ fn a_call_through_the_loop_costs_a_fixed_small_number_of_allocations() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    // Per call, what the contract needs: the tool's context, its boxed future, the
-    // deserialized `text`, the result's content vector, and the result message with its own
-    // copies of the call id and tool name (`ToolResultMessage` owns them).
-    for (mode, budget) in [
-        (ToolExecution::Parallel, 7.0),
-        (ToolExecution::Sequential, 7.0),
+    // Per call, what the contract needs: the tool's boxed future, the deserialized `text`, the
+    // result's content vector, and the result message with its own copies of the call id and
+    // tool name (`ToolResultMessage` owns them). The call's context allocates nothing (its
+    // batch keeps its slot). Bytes: those, plus the batch's slot of the call (parallel).
+    for (mode, budget, bytes_budget) in [
+        (ToolExecution::Parallel, 6.0, 640.0),
+        (ToolExecution::Sequential, 6.0, 640.0),
     ] {
         // The first run fills the tool's lazily built statics (spec, validator).
         runtime.block_on(allocations_per_call(mode));
@@ -112,6 +113,10 @@ fn a_call_through_the_loop_costs_a_fixed_small_number_of_allocations() {
         assert!(
             per_call <= budget + PER_RUN_SLACK,
             "{mode:?}: {per_call:.2} allocations per call, over the budget of {budget}"
+        );
+        assert!(
+            bytes <= bytes_budget,
+            "{mode:?}: {bytes:.0} bytes allocated per call, over the budget of {bytes_budget}"
         );
     }
 }

@@ -10,7 +10,9 @@ use std::task::{Context, Poll};
 use serde_json::Value;
 
 use crate::suggest::did_you_mean;
-use crate::validate::{validate_borrowed_unchecked, validate_owned_unchecked};
+use crate::validate::{
+    validate_borrowed_in_full, validate_borrowed_unchecked, validate_owned_unchecked,
+};
 use crate::{AgentTool, ArgumentLimits, BoxFuture, ToolContext, ToolError, ToolResult};
 
 /// `Tool <name> not found`, plus ` (did you mean "<close>"?)` when a known name is close.
@@ -72,16 +74,19 @@ pub fn prepare_call_within(
     limits: &ArgumentLimits,
 ) -> Result<PreparedArguments, ToolError> {
     if !tool.rewrites_arguments() {
-        // The usual call: arguments that fit as they are pass in one walk.
-        if tool
-            .validator()
-            .is_some_and(|validator| validator.accepts_as_is(raw_arguments, limits))
-        {
-            return Ok(PreparedArguments(None));
-        }
-        limits.check(&tool.spec().name, raw_arguments)?;
-        return validate_borrowed_unchecked(tool, raw_arguments)
-            .map(|normalized| PreparedArguments(normalized.map(Box::new)));
+        let normalized = match tool.validator() {
+            // The usual call: arguments that fit as they are pass in one walk.
+            Some(validator) if validator.accepts_as_is(raw_arguments, limits) => None,
+            Some(validator) => {
+                limits.check(&tool.spec().name, raw_arguments)?;
+                validate_borrowed_in_full(validator, raw_arguments)?
+            }
+            None => {
+                limits.check(&tool.spec().name, raw_arguments)?;
+                validate_borrowed_unchecked(tool, raw_arguments)?
+            }
+        };
+        return Ok(PreparedArguments(normalized.map(Box::new)));
     }
     limits.check(&tool.spec().name, raw_arguments)?;
     let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {

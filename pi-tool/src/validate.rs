@@ -82,14 +82,26 @@ impl ArgumentValidator {
     /// [`validate`](Self::validate) without taking the arguments: `Ok(None)` means they are
     /// valid exactly as they are, so a caller holding them needs no copy.
     pub fn validate_borrowed(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
+        if self.accepts_as_is(arguments, &CHECKED) {
+            return Ok(None);
+        }
+        self.validate_borrowed_in_full(arguments)
+    }
+
+    /// [`validate_borrowed`](Self::validate_borrowed) for arguments the quick walk
+    /// ([`accepts_as_is`](Self::accepts_as_is)) has not taken: not tried again.
+    pub(crate) fn validate_borrowed_in_full(
+        &self,
+        arguments: &Value,
+    ) -> Result<Option<Value>, ToolError> {
         match arguments {
             Value::String(text) => match parse_argument_string(text) {
-                Ok(parsed) => Ok(Some(self.check(&parsed)?.unwrap_or(parsed))),
+                Ok(parsed) => Ok(Some(self.check_quick_first(&parsed)?.unwrap_or(parsed))),
                 Err(problem) => Err(self.failure(&[problem], arguments)),
             },
             Value::Null => {
                 let empty = Value::Object(Default::default());
-                Ok(Some(self.check(&empty)?.unwrap_or(empty)))
+                Ok(Some(self.check_quick_first(&empty)?.unwrap_or(empty)))
             }
             other => self.check(other),
         }
@@ -125,15 +137,16 @@ impl ArgumentValidator {
         self.compiled.is_ok() && self.quick.accepts(arguments, limits)
     }
 
-    /// Normalizes and checks parsed arguments; `Ok(None)`: valid unchanged.
-    fn check(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
-        // The limits were checked before (or by the caller): only the walk's depth is bounded.
-        const CHECKED: ArgumentLimits = ArgumentLimits::DEFAULT
-            .max_bytes(usize::MAX)
-            .max_depth(MAX_SUPPORTED_ARGUMENT_DEPTH);
+    /// [`check`](Self::check) after the quick walk.
+    fn check_quick_first(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
         if self.accepts_as_is(arguments, &CHECKED) {
             return Ok(None);
         }
+        self.check(arguments)
+    }
+
+    /// Normalizes and checks parsed arguments; `Ok(None)`: valid unchanged.
+    fn check(&self, arguments: &Value) -> Result<Option<Value>, ToolError> {
         let compiled = match &self.compiled {
             Ok(compiled) => compiled,
             Err(err) => {
@@ -181,6 +194,12 @@ impl ArgumentValidator {
     }
 }
 
+/// The limits of arguments whose limits were checked before (or by the caller of a validator):
+/// only the quick walk's depth is bounded.
+const CHECKED: ArgumentLimits = ArgumentLimits::DEFAULT
+    .max_bytes(usize::MAX)
+    .max_depth(MAX_SUPPORTED_ARGUMENT_DEPTH);
+
 /// Arguments sent as a string: empty means `{}`, otherwise it must hold JSON.
 fn parse_argument_string(text: &str) -> Result<Value, report::Problem> {
     if text.trim().is_empty() {
@@ -226,6 +245,15 @@ pub(crate) fn validate_owned_unchecked(
         Some(validator) => validator.validate(arguments),
         None => cached_validator(tool.spec()).validate(arguments),
     }
+}
+
+/// [`validate_borrowed_unchecked`] for arguments the tool's own validator's quick walk has
+/// not taken.
+pub(crate) fn validate_borrowed_in_full(
+    validator: &ArgumentValidator,
+    arguments: &Value,
+) -> Result<Option<Value>, ToolError> {
+    validator.validate_borrowed_in_full(arguments)
 }
 
 /// [`validate_borrowed`] for arguments whose limits were checked already.

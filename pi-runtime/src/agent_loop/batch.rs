@@ -143,18 +143,18 @@ impl<'b> Batch<'_, 'b> {
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if self.env.config.before_tool_call.is_none() {
-                span.in_scope(|| self.validate(&call, started))
+                span.in_scope(|| self.validate(call, started))
             } else {
-                self.prepare(&call, started).instrument(span.clone()).await
+                self.prepare(call, started).instrument(span.clone()).await
             };
             let mut done = match preparation {
-                Preparation::Immediate(result) => self.finished(&call, result, started),
+                Preparation::Immediate(call, result) => self.finished(call, result, started),
                 Preparation::Ready(prepared) => {
                     let (call, result, started) = self
                         .execute_until_aborted(prepared)
                         .instrument(span.clone())
                         .await;
-                    self.finished(&call, result, started)
+                    self.finished(call, result, started)
                 }
             };
             self.record_outcome(&span, &done);
@@ -185,13 +185,13 @@ impl<'b> Batch<'_, 'b> {
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if hooked {
-                self.prepare(&call, started).instrument(span.clone()).await
+                self.prepare(call, started).instrument(span.clone()).await
             } else {
-                span.in_scope(|| self.validate(&call, started))
+                span.in_scope(|| self.validate(call, started))
             };
             match preparation {
-                Preparation::Immediate(result) => {
-                    let mut done = self.finished(&call, result, started);
+                Preparation::Immediate(call, result) => {
+                    let mut done = self.finished(call, result, started);
                     self.record_outcome(&span, &done);
                     self.env.emitter.emit(done.end_event()).await;
                     slots.push(Slot::Done {
@@ -218,7 +218,7 @@ impl<'b> Batch<'_, 'b> {
             Either::Left(
                 async move {
                     let (call, result, started) = self.execute(prepared).await;
-                    let done = self.finished(&call, result, started);
+                    let done = self.finished(call, result, started);
                     self.record_outcome(&recorder, &done);
                     (slot, done)
                 }
@@ -236,7 +236,7 @@ impl<'b> Batch<'_, 'b> {
             Either::Right(
                 async move {
                     let result = future.await;
-                    let done = self.finished(&call, result, started);
+                    let done = self.finished(call, result, started);
                     self.record_outcome(&recorder, &done);
                     (slot, done)
                 }
@@ -256,7 +256,7 @@ impl<'b> Batch<'_, 'b> {
                 Ok(mut plain) => {
                     match poll_once_in(&span, &mut plain.future).await {
                         Poll::Ready(result) => {
-                            let done = self.finished(&plain.call, result, plain.started);
+                            let done = self.finished(plain.call, result, plain.started);
                             self.record_outcome(&span, &done);
                             slots[index] = Slot::Done {
                                 done,
@@ -361,9 +361,7 @@ impl<'b> Batch<'_, 'b> {
                     let Some((call, started, span)) = slot.unfinished() else {
                         continue;
                     };
-                    let done = self
-                        .finish(&call, ToolResult::error(ABORTED), started)
-                        .await;
+                    let done = self.finish(call, ToolResult::error(ABORTED), started).await;
                     self.record_outcome(&span, &done);
                     *slot = Slot::Done {
                         done,

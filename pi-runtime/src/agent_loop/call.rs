@@ -46,7 +46,7 @@ pub(super) struct Prepared<'t> {
 
 pub(super) enum Preparation<'t> {
     /// The call failed (or was refused) before running: its result is final.
-    Immediate(ToolResult),
+    Immediate(ToolCallRef, ToolResult),
     Ready(Prepared<'t>),
 }
 
@@ -79,7 +79,7 @@ impl Finished {
 
 impl<'b> Batch<'_, 'b> {
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
-    pub(super) async fn prepare(&self, call: &ToolCallRef, started: Instant) -> Preparation<'b> {
+    pub(super) async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
@@ -105,6 +105,7 @@ impl<'b> Batch<'_, 'b> {
                     if decision.block {
                         let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
                         return Preparation::Immediate(
+                            call,
                             ToolResult::error(reason).with_terminate(decision.terminate),
                         );
                     }
@@ -112,15 +113,18 @@ impl<'b> Batch<'_, 'b> {
                         args = PreparedArguments::replaced(replaced);
                     }
                 }
-                Ok(Err(err)) => return Preparation::Immediate(ToolResult::error(err.message())),
+                Ok(Err(err)) => {
+                    return Preparation::Immediate(call, ToolResult::error(err.message()));
+                }
                 Err(panic) => {
-                    return Preparation::Immediate(ToolResult::error(format!(
-                        "before_tool_call panicked: {panic}"
-                    )));
+                    return Preparation::Immediate(
+                        call,
+                        ToolResult::error(format!("before_tool_call panicked: {panic}")),
+                    );
                 }
             }
             if self.env.signal.is_cancelled() {
-                return Preparation::Immediate(ToolResult::error(ABORTED));
+                return Preparation::Immediate(call, ToolResult::error(ABORTED));
             }
         }
         Preparation::Ready(Prepared {
@@ -133,19 +137,18 @@ impl<'b> Batch<'_, 'b> {
 
     /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
     /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
-    pub(super) fn validate(&self, call: &ToolCallRef, started: Instant) -> Preparation<'b> {
+    pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.truncated {
-            return Preparation::Immediate(ToolResult::error(length_refusal(call.name())));
+            let refusal = ToolResult::error(length_refusal(call.name()));
+            return Preparation::Immediate(call, refusal);
         }
         if self.env.signal.is_cancelled() {
-            return Preparation::Immediate(ToolResult::error(ABORTED));
+            return Preparation::Immediate(call, ToolResult::error(ABORTED));
         }
         let tools: &'b super::context::ToolSet = self.env.tools;
         let Some(tool) = tools.get(call.name()) else {
-            return Preparation::Immediate(ToolResult::error(tool_not_found_message(
-                call.name(),
-                self.env.tools.names(),
-            )));
+            let missing = tool_not_found_message(call.name(), self.env.tools.names());
+            return Preparation::Immediate(call, ToolResult::error(missing));
         };
         match prepare_call_within(
             tool.as_ref(),
@@ -153,12 +156,12 @@ impl<'b> Batch<'_, 'b> {
             &self.env.config.argument_limits,
         ) {
             Ok(args) => Preparation::Ready(Prepared {
-                call: call.clone(),
+                call,
                 tool,
                 args,
                 started,
             }),
-            Err(err) => Preparation::Immediate(ToolResult::error(err.message())),
+            Err(err) => Preparation::Immediate(call, ToolResult::error(err.message())),
         }
     }
 
@@ -292,7 +295,7 @@ impl<'b> Batch<'_, 'b> {
     /// Builds the result message and emits `ToolExecutionEnd`.
     pub(super) async fn finish(
         &self,
-        call: &ToolCallRef,
+        call: ToolCallRef,
         result: ToolResult,
         started: Instant,
     ) -> Finished {
@@ -304,7 +307,7 @@ impl<'b> Batch<'_, 'b> {
     /// Builds the result message (its `ToolExecutionEnd` is [`Finished::end_event`]).
     pub(super) fn finished(
         &self,
-        call: &ToolCallRef,
+        call: ToolCallRef,
         result: ToolResult,
         started: Instant,
     ) -> Finished {
@@ -330,7 +333,7 @@ impl<'b> Batch<'_, 'b> {
             timestamp: self.env.clock.epoch_ms(now),
         }));
         Finished {
-            call: call.clone(),
+            call,
             message,
             terminate,
             added_tool_names,

@@ -4,6 +4,7 @@
 mod alternatives;
 mod number;
 mod quick;
+mod reference_depth;
 mod report;
 mod shape;
 
@@ -15,6 +16,7 @@ use serde_json::Value;
 use crate::limits::MAX_SUPPORTED_ARGUMENT_DEPTH;
 use crate::{AgentTool, ArgumentLimits, ToolError, ToolSpec};
 use quick::Quick;
+use reference_depth::{MAX_REFERENCE_DEPTH, reference_depth};
 use shape::Shape;
 
 /// A tool's schema compiled once: the `jsonschema` validator plus what normalization needs.
@@ -42,8 +44,26 @@ impl std::fmt::Debug for ArgumentValidator {
 
 impl ArgumentValidator {
     /// Compiles `spec.parameters`. A schema that does not compile is reported on every call
-    /// (as an error result) rather than panicking.
+    /// (as an error result) rather than panicking. So is one whose `$ref`s nest deeper than
+    /// compiling it could recurse safely (an MCP server's schema with a chain of thousands of
+    /// references): it is not compiled at all.
     pub fn new(spec: &ToolSpec) -> Self {
+        let depth = reference_depth(&spec.parameters);
+        if depth > MAX_REFERENCE_DEPTH {
+            let refused = format!(
+                "its references nest {depth} levels deep, more than the {MAX_REFERENCE_DEPTH} \
+                 levels a schema may reach"
+            );
+            // Nothing recursive sees the schema: the report builds on an empty one.
+            let empty = Value::Object(Default::default());
+            return ArgumentValidator {
+                tool_name: spec.name.clone(),
+                compiled: Err(refused),
+                shape: Shape::new(&empty),
+                quick: Quick::new(&Value::Bool(false)),
+                schema: empty,
+            };
+        }
         let compiled = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .should_validate_formats(false)

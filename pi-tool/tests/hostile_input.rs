@@ -183,3 +183,46 @@ async fn a_flood_of_errors_is_summarised_not_listed() {
     assert_eq!(lines[20], "  - … 99980 more problems not shown");
     assert!(text.len() < 10_000, "{} bytes", text.len());
 }
+
+/// A tool schema from elsewhere (an MCP server's `inputSchema`) whose `$ref`s chain ten
+/// thousand definitions deep: compiling it would recurse once per link and overflow the stack,
+/// so it is refused before anything compiles it, and every call says why.
+#[test]
+fn a_schema_with_a_chain_of_ten_thousand_references_is_refused_not_compiled() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..10_000 {
+        defs.insert(
+            format!("D{i}"),
+            json!({"$ref": format!("#/$defs/D{}", i + 1)}),
+        );
+    }
+    defs.insert("D10000".to_owned(), json!({"type": "string"}));
+    let spec = pi_tool::ToolSpec {
+        name: "remote".into(),
+        description: "A tool from a server.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/D0"}},
+            "$defs": defs
+        }),
+    };
+    // On a 2 MiB stack, as on a test or tokio worker thread.
+    let outcome = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let validator = pi_tool::ArgumentValidator::new(&spec);
+            assert!(!validator.accepts_as_is(&json!({"a": "x"}), &ArgumentLimits::DEFAULT));
+            validator
+                .validate(json!({"a": "x"}))
+                .map_err(|err| err.to_string())
+        })
+        .expect("a thread")
+        .join()
+        .expect("no overflow");
+    let text = outcome.expect_err("refused");
+    assert!(
+        text.contains("the tool's schema does not compile: its references nest")
+            && text.contains("more than the 512 levels a schema may reach"),
+        "{text}"
+    );
+}

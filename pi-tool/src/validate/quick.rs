@@ -42,6 +42,8 @@ enum Additional {
     Node(usize),
 }
 
+/// One schema node as a validator reads it (unlike normalization's `Shape`, the branches of a
+/// union stay apart).
 #[derive(Default)]
 struct Node {
     /// Accepted JSON types; empty: any.
@@ -80,11 +82,9 @@ impl Quick {
             def_nodes: HashMap::new(),
         };
         builder.build(schema);
-        let mut quick = Quick {
+        Quick {
             nodes: builder.nodes,
-        };
-        quick.doubt_reference_cycles();
-        quick
+        }
     }
 
     /// Whether `arguments` (an object) are within `limits`, need no normalization and are valid.
@@ -95,40 +95,37 @@ impl Quick {
         let mut walk = Walk {
             nodes: &self.nodes,
             budget: limits.max_bytes,
+            frames_left: MAX_FRAMES,
         };
         let depth = limits.max_depth.min(MAX_SUPPORTED_ARGUMENT_DEPTH);
         walk.fits(0, arguments, depth)
     }
-
-    /// A `$ref` or `anyOf` loop that never descends into the value would never end: its nodes
-    /// are left to the full path.
-    fn doubt_reference_cycles(&mut self) {
-        let successors = |node: &Node| node.target.into_iter().chain(node.any_of.clone());
-        for start in 0..self.nodes.len() {
-            let mut seen = vec![false; self.nodes.len()];
-            let mut stack: Vec<usize> = successors(&self.nodes[start]).collect();
-            while let Some(node) = stack.pop() {
-                if node == start {
-                    self.nodes[start].doubt = true;
-                    break;
-                }
-                if !std::mem::replace(&mut seen[node], true) {
-                    stack.extend(successors(&self.nodes[node]));
-                }
-            }
-        }
-    }
 }
+
+/// How deep the walk may recurse: a `$ref` or `anyOf` loop that never descends into the value
+/// (or a very long chain) ends here with "ask the full path".
+const MAX_FRAMES: usize = 1024;
 
 struct Walk<'a> {
     nodes: &'a [Node],
     /// Bytes left, counted as [`ArgumentLimits::check`] counts them.
     budget: usize,
+    frames_left: usize,
 }
 
 impl Walk<'_> {
     /// Whether `value` certainly fits node `index` with `depth_left` levels to go.
     fn fits(&mut self, index: usize, value: &Value, depth_left: usize) -> bool {
+        let Some(frames_left) = self.frames_left.checked_sub(1) else {
+            return false;
+        };
+        self.frames_left = frames_left;
+        let fits = self.fits_node(index, value, depth_left);
+        self.frames_left += 1;
+        fits
+    }
+
+    fn fits_node(&mut self, index: usize, value: &Value, depth_left: usize) -> bool {
         let node = &self.nodes[index];
         if node.doubt {
             return false;
@@ -538,7 +535,7 @@ impl<'a> Builder<'a> {
     /// The node a node stands for, through its references: `None` for a union (not simple
     /// enough to be a branch) or a reference not resolved yet.
     fn reached(&self, mut index: usize) -> Option<usize> {
-        for _ in 0..=self.nodes.len() {
+        for _ in 0..64 {
             let node = &self.nodes[index];
             match node.target {
                 Some(target) => index = target,

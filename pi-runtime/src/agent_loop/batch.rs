@@ -2,7 +2,6 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
-use super::clock::Instant;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
@@ -14,7 +13,7 @@ use pi_tool::{CallHost, CancellationToken, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
 use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_once_in};
-use super::clock::Clock;
+use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::Emitter;
 use super::grace::Grace;

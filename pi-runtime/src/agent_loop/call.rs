@@ -2,7 +2,6 @@
 //! `before_tool_call`, abort checks), execution with its `ToolContext`, `after_tool_call`, and
 //! the result message.
 
-use super::clock::Instant;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -16,6 +15,8 @@ use pi_tool::{
 use tracing::Span;
 
 use super::batch::Batch;
+use super::clock::Instant;
+use super::context::ToolSet;
 use super::grace::Grace;
 use super::guard::guarded;
 use super::limits::fit_result;
@@ -145,7 +146,8 @@ impl<'b> Batch<'_, 'b> {
         if self.env.signal.is_cancelled() {
             return Preparation::Immediate(call, ToolResult::error(ABORTED));
         }
-        let tools: &'b super::context::ToolSet = self.env.tools;
+        // Borrowed for the batch: a prepared call keeps its tool without a reference count.
+        let tools: &'b ToolSet = self.env.tools;
         let Some(tool) = tools.get(call.name()) else {
             let missing = tool_not_found_message(call.name(), self.env.tools.names());
             return Preparation::Immediate(call, ToolResult::error(missing));

@@ -102,6 +102,7 @@ pub fn lower_schema(schema: &Value, mode: SchemaMode) -> Lowered {
             .cloned()
             .unwrap_or_default(),
         inlining: Vec::new(),
+        inlined: 0,
     };
     // A root union is sent as one object in every mode (see `root_union`), and reported.
     let union = is_root_union(schema);
@@ -376,7 +377,17 @@ struct Lowering {
     defs: Map<String, Value>,
     /// `$defs` names being inlined (Gemini), to detect recursion.
     inlining: Vec<String>,
+    /// How many references were inlined in all (Gemini), to bound a schema that would grow
+    /// without end (a chain of definitions each used twice doubles at every link).
+    inlined: usize,
 }
+
+/// How many definitions Gemini's inlining may nest: a chain of thousands of references (a
+/// schema from an MCP server) would otherwise overflow the stack.
+const GEMINI_MAX_INLINING_DEPTH: usize = 64;
+
+/// How many references Gemini's inlining may replace in one schema.
+const GEMINI_MAX_INLINED: usize = 10_000;
 
 fn child(path: &str, key: &str) -> String {
     if path == "root" {
@@ -885,6 +896,18 @@ impl Lowering {
             );
             return json!({});
         };
+        if self.inlining.len() >= GEMINI_MAX_INLINING_DEPTH || self.inlined >= GEMINI_MAX_INLINED {
+            self.problem(
+                path,
+                format!(
+                    "the reference `{reference}` goes past {GEMINI_MAX_INLINING_DEPTH} nested or \
+                     {GEMINI_MAX_INLINED} inlined definitions, more than can be described to \
+                     Gemini (no `$ref`)"
+                ),
+            );
+            return json!({});
+        }
+        self.inlined += 1;
         self.inlining.push(name);
         let mut merged = match target {
             Value::Object(map) => map,
@@ -959,6 +982,51 @@ fn nullable(schema: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `D0 -> D1 -> ... -> Dn`, each link used `uses` times.
+    fn chain(n: usize, uses: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..n {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            let properties: Map<String, Value> =
+                (0..uses).map(|u| (format!("p{u}"), next.clone())).collect();
+            defs.insert(
+                format!("D{i}"),
+                json!({"type": "object", "properties": properties}),
+            );
+        }
+        defs.insert(format!("D{n}"), json!({"type": "string"}));
+        json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/D0"}}, "$defs": defs})
+    }
+
+    #[test]
+    fn gemini_inlining_stops_at_a_deep_or_exploding_chain_of_references() {
+        // Ten thousand links on a 2 MiB stack, and a chain that doubles at every link.
+        let lowered = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let deep = lower_schema(&chain(10_000, 1), SchemaMode::Gemini);
+                let doubling = lower_schema(&chain(60, 2), SchemaMode::Gemini);
+                (deep, doubling)
+            })
+            .expect("a thread")
+            .join()
+            .expect("no overflow");
+        for lowered in [lowered.0, lowered.1] {
+            assert!(!lowered.qualifies());
+            assert!(
+                lowered
+                    .problems
+                    .iter()
+                    .any(|p| p.message.contains("more than can be described to Gemini")),
+                "{:?}",
+                lowered.problems.first()
+            );
+        }
+        // A short chain is inlined whole.
+        let short = lower_schema(&chain(3, 2), SchemaMode::Gemini);
+        assert!(short.qualifies(), "{:?}", short.problems);
+    }
 
     #[test]
     fn optional_reference_and_enum_become_nullable() {

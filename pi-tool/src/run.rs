@@ -10,9 +10,7 @@ use std::task::{Context, Poll};
 use serde_json::Value;
 
 use crate::suggest::did_you_mean;
-use crate::validate::{
-    validate_borrowed_in_full, validate_borrowed_unchecked, validate_owned_unchecked,
-};
+use crate::validate::{validate_borrowed_unchecked, validate_owned_unchecked};
 use crate::{AgentTool, ArgumentLimits, BoxFuture, ToolContext, ToolError, ToolResult};
 
 /// `Tool <name> not found`, plus ` (did you mean "<close>"?)` when a known name is close.
@@ -79,7 +77,7 @@ pub fn prepare_call_within(
             Some(validator) if validator.accepts_as_is(raw_arguments, limits) => None,
             Some(validator) => {
                 limits.check(&tool.spec().name, raw_arguments)?;
-                validate_borrowed_in_full(validator, raw_arguments)?
+                validator.validate_borrowed_in_full(raw_arguments)?
             }
             None => {
                 limits.check(&tool.spec().name, raw_arguments)?;

@@ -267,15 +267,6 @@ pub(crate) fn validate_owned_unchecked(
     }
 }
 
-/// [`validate_borrowed_unchecked`] for arguments the tool's own validator's quick walk has
-/// not taken.
-pub(crate) fn validate_borrowed_in_full(
-    validator: &ArgumentValidator,
-    arguments: &Value,
-) -> Result<Option<Value>, ToolError> {
-    validator.validate_borrowed_in_full(arguments)
-}
-
 /// [`validate_borrowed`] for arguments whose limits were checked already.
 pub(crate) fn validate_borrowed_unchecked(
     tool: &dyn AgentTool,

@@ -9,10 +9,9 @@
 //! `minimum`/`maximum`, `$ref` to `$defs`, and annotations. A node using any other keyword is
 //! never a quick yes.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
+use super::definitions::{Definition, Definitions};
 use super::shape::Types;
 use crate::limits::{ArgumentLimits, MAX_SUPPORTED_ARGUMENT_DEPTH, check_value};
 
@@ -78,8 +77,7 @@ impl Quick {
     pub(crate) fn new(schema: &Value) -> Quick {
         let mut builder = Builder {
             nodes: Vec::new(),
-            defs: schema.get("$defs").and_then(Value::as_object),
-            def_nodes: HashMap::new(),
+            defs: Definitions::of(schema),
         };
         builder.build(schema);
         Quick {
@@ -275,8 +273,7 @@ fn as_integer(number: &serde_json::Number) -> Option<i128> {
 
 struct Builder<'a> {
     nodes: Vec<Node>,
-    defs: Option<&'a Map<String, Value>>,
-    def_nodes: HashMap<&'a str, usize>,
+    defs: Definitions<'a>,
 }
 
 impl<'a> Builder<'a> {
@@ -287,13 +284,19 @@ impl<'a> Builder<'a> {
 
     fn build(&mut self, schema: &'a Value) -> usize {
         let index = self.alloc();
+        self.build_into(index, schema);
+        index
+    }
+
+    /// Reads `schema` into node `index` (`true` takes anything; `false`, or a keyword beyond
+    /// this check, makes the node a doubt).
+    fn build_into(&mut self, index: usize, schema: &'a Value) {
         let doubt = match schema {
             Value::Bool(true) => false,
             Value::Object(map) => !self.fill(index, map),
             _ => true,
         };
         self.nodes[index].doubt |= doubt;
-        index
     }
 
     /// Reads the keywords of `map` into node `index`; `false` when one is beyond this check.
@@ -548,20 +551,13 @@ impl<'a> Builder<'a> {
 
     /// The node of a `$defs` entry, built once; a recursive reference reuses it.
     fn definition(&mut self, target: &str) -> Option<usize> {
-        let name = target.strip_prefix("#/$defs/")?;
-        let (key, def) = self.defs?.get_key_value(name)?;
-        if let Some(&existing) = self.def_nodes.get(key.as_str()) {
-            return Some(existing);
-        }
-        // Reserve the slot first, so that a reference inside the definition finds it.
-        let index = self.alloc();
-        self.def_nodes.insert(key.as_str(), index);
-        let doubt = match def {
-            Value::Bool(true) => false,
-            Value::Object(map) => !self.fill(index, map),
-            _ => true,
+        let (name, def) = match self.defs.find(target)? {
+            Definition::Known(index) => return Some(index),
+            Definition::New { name, schema } => (name, schema),
         };
-        self.nodes[index].doubt |= doubt;
+        let index = self.alloc();
+        self.defs.reserve(name, index);
+        self.build_into(index, def);
         Some(index)
     }
 }

@@ -1,10 +1,11 @@
 //! A compact view of a schema (types, properties, items) built once, used to normalize
 //! loosely-typed arguments without losing information.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::definitions::{Definition, Definitions};
 use super::number::parse_exact;
 
 /// JSON types a schema node accepts, as bit flags; empty means "anything".
@@ -93,11 +94,9 @@ pub(crate) struct Shape {
 
 impl Shape {
     pub(crate) fn new(schema: &Value) -> Shape {
-        let defs = schema.get("$defs").and_then(Value::as_object);
         let mut builder = Builder {
             nodes: Vec::new(),
-            defs,
-            def_nodes: HashMap::new(),
+            defs: Definitions::of(schema),
             merges: Vec::new(),
             queued: Vec::new(),
         };
@@ -261,8 +260,7 @@ fn integral(float: f64) -> Option<Value> {
 
 struct Builder<'a> {
     nodes: Vec<Node>,
-    defs: Option<&'a Map<String, Value>>,
-    def_nodes: HashMap<&'a str, usize>,
+    defs: Definitions<'a>,
     /// `(into, from)`: node `from` (a `$ref` target or an `anyOf` branch) widens node `into`.
     merges: Vec<(usize, usize)>,
     /// Merges found while merging (same-named properties), applied in the next round.
@@ -344,14 +342,12 @@ impl<'a> Builder<'a> {
 
     /// The node of a `$defs` entry, built once; a recursive reference reuses it.
     fn definition(&mut self, target: &str) -> Option<usize> {
-        let name = target.strip_prefix("#/$defs/")?;
-        let (key, def) = self.defs?.get_key_value(name)?;
-        if let Some(&existing) = self.def_nodes.get(key.as_str()) {
-            return Some(existing);
-        }
-        // Reserve the slot first so that a reference inside the definition finds it.
+        let (name, def) = match self.defs.find(target)? {
+            Definition::Known(index) => return Some(index),
+            Definition::New { name, schema } => (name, schema),
+        };
         let index = self.alloc();
-        self.def_nodes.insert(key.as_str(), index);
+        self.defs.reserve(name, index);
         let built = self.build(def);
         self.merges.push((index, built));
         Some(index)

@@ -2,6 +2,7 @@
 //! schema, and explain failures so the model can correct itself.
 
 mod alternatives;
+mod definitions;
 mod number;
 mod quick;
 mod reference_depth;

@@ -195,21 +195,20 @@ impl<'b> Batch<'_, 'b> {
         &self,
         prepared: Prepared<'b>,
     ) -> (ToolCallRef, ToolResult, Instant) {
+        // The call's future closes its updates when it finishes or is dropped.
         let Prepared {
             call,
             tool,
             args,
             started,
-        } = prepared;
+        } = match self.start_plain(prepared) {
+            Ok(plain) => return (plain.call, plain.future.await, plain.started),
+            Err(prepared) => prepared,
+        };
         if self.env.signal.is_cancelled() {
             return (call, ToolResult::error(ABORTED), started);
         }
         let ctx = self.context(&call);
-        if self.is_plain(tool.as_ref()) {
-            // The call's future closes its updates when it finishes or is dropped.
-            let result = execute_prepared(tool.as_ref(), call.arguments(), args, ctx).await;
-            return (call, result, started);
-        }
         // However this call ends (finished, timed out, or dropped after the abort grace), its
         // updates stop before its `ToolExecutionEnd` is queued, also those of tasks the tool
         // left behind (a blocking tool's thread).

@@ -232,6 +232,9 @@ fn check_spec(spec: &ToolSpec) -> Result<(), String> {
             shorten(&spec.parameters)
         ));
     }
+    // A chain of references too long to compile is refused before the compile below.
+    crate::validate::check_reference_depth(&spec.parameters)
+        .map_err(|reason| format!("the parameters schema cannot be compiled: {reason}"))?;
     // The same options as `ArgumentValidator`, so a schema accepted here compiles there. This
     // compiles the schema once more, at build time only: `ArgumentValidator` does not expose
     // its compile error, and would report it on every call instead.

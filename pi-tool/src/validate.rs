@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::limits::MAX_SUPPORTED_ARGUMENT_DEPTH;
 use crate::{AgentTool, ArgumentLimits, ToolError, ToolSpec};
 use quick::Quick;
-use reference_depth::{MAX_REFERENCE_DEPTH, reference_depth};
+pub(crate) use reference_depth::check_reference_depth;
 use shape::Shape;
 
 /// A tool's schema compiled once: the `jsonschema` validator plus what normalization needs.
@@ -49,12 +49,7 @@ impl ArgumentValidator {
     /// compiling it could recurse safely (an MCP server's schema with a chain of thousands of
     /// references): it is not compiled at all.
     pub fn new(spec: &ToolSpec) -> Self {
-        let depth = reference_depth(&spec.parameters);
-        if depth > MAX_REFERENCE_DEPTH {
-            let refused = format!(
-                "its references nest {depth} levels deep, more than the {MAX_REFERENCE_DEPTH} \
-                 levels a schema may reach"
-            );
+        if let Err(refused) = check_reference_depth(&spec.parameters) {
             // Nothing recursive sees the schema: the report builds on an empty one.
             let empty = Value::Object(Default::default());
             return ArgumentValidator {

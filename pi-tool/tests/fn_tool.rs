@@ -355,3 +355,34 @@ async fn every_pair_of_hostile_values_gets_the_macro_tools_answer() {
     assert_eq!(compared, 19 * 19);
     assert!(errors > 0 && errors < compared, "{errors} of {compared}");
 }
+
+/// A schema from elsewhere whose `$ref`s chain ten thousand definitions deep is refused when
+/// the tool is built, before anything compiles it (compiling would overflow the stack).
+#[test]
+fn a_schema_with_a_chain_of_ten_thousand_references_is_refused_when_built() {
+    let mut defs = Map::new();
+    for i in 0..10_000 {
+        defs.insert(
+            format!("D{i}"),
+            json!({"$ref": format!("#/$defs/D{}", i + 1)}),
+        );
+    }
+    defs.insert("D10000".to_owned(), json!({"type": "string"}));
+    let parameters = json!({
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/D0"}},
+        "$defs": defs
+    });
+    // On a 2 MiB stack, as on a test or tokio worker thread.
+    let reason = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || build_error("remote", "A tool from a server.", parameters))
+        .expect("a thread")
+        .join()
+        .expect("no overflow");
+    assert!(
+        reason.starts_with("the parameters schema cannot be compiled: its references nest")
+            && reason.ends_with("more than the 512 levels a schema may reach"),
+        "{reason}"
+    );
+}

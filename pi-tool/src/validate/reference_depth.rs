@@ -11,13 +11,26 @@ use serde_json::Value;
 /// The most levels a schema's references may nest ([`reference_depth`]): far above what
 /// generated schemas reach (a reference rarely sits more than a few levels into a definition,
 /// and chains of definitions are short), and far below what overflows a 2 MiB thread stack.
-pub(crate) const MAX_REFERENCE_DEPTH: usize = 512;
+const MAX_REFERENCE_DEPTH: usize = 512;
+
+/// `Err` with the reason when compiling `schema` could recurse too deep: checked before
+/// anything compiles a schema (`ArgumentValidator::new`, a `FnTool`'s build).
+pub(crate) fn check_reference_depth(schema: &Value) -> Result<(), String> {
+    let depth = reference_depth(schema);
+    if depth > MAX_REFERENCE_DEPTH {
+        return Err(format!(
+            "its references nest {depth} levels deep, more than the {MAX_REFERENCE_DEPTH} levels \
+             a schema may reach"
+        ));
+    }
+    Ok(())
+}
 
 /// An upper bound on the nesting a compiler meets in `schema`, following its `#...` references:
 /// the longest path from the root through reference targets, each target counted with the
 /// depth of its own subtree. The members of a reference cycle are counted once each (a compiler
 /// does not enter a definition it is already inside).
-pub(crate) fn reference_depth(schema: &Value) -> usize {
+fn reference_depth(schema: &Value) -> usize {
     let graph = Graph::of(schema);
     graph.longest_path()
 }

@@ -2,7 +2,8 @@
 //! TypeScript SDK use), `Ajv2020` in strict mode with the standard formats. Every schema of a
 //! broad set of tools (every parameter shape) must compile, and AJV must agree with our
 //! validator on sample arguments: what we accept (after normalization) AJV accepts, what we
-//! refuse AJV refuses.
+//! refuse AJV refuses. Among the accepted, the samples our quick walk takes as they are
+//! (`ArgumentValidator::accepts_as_is`) go to AJV unchanged.
 //!
 //! Needs Node and AJV from `.ci/install-test-deps` (folder: env `PI_TEST_DEPS`, default
 //! `$HOME/.cache/pi-tool-test-deps`). Without them the test is skipped, or fails when env `CI`
@@ -272,11 +273,20 @@ fn ajv_strict_compiles_every_schema_and_agrees_with_our_validator() {
     // must refuse them too).
     let mut payload = Vec::new();
     let mut expected = Vec::new();
+    // Samples the quick walk takes as they are: AJV judges exactly those (nothing normalized).
+    let mut taken_as_is = 0;
     for (spec, samples) in cases() {
         let validator = pi_tool::ArgumentValidator::new(&spec);
         let mut instances = Vec::new();
         let mut verdicts = Vec::new();
         for sample in samples {
+            if validator.accepts_as_is(&sample, &pi_tool::ArgumentLimits::DEFAULT) {
+                taken_as_is += 1;
+                assert_eq!(
+                    validator.validate(sample.clone()).ok(),
+                    Some(sample.clone())
+                );
+            }
             match validator.validate(sample.clone()) {
                 Ok(normalized) => {
                     instances.push(normalized);
@@ -343,5 +353,9 @@ fn ajv_strict_compiles_every_schema_and_agrees_with_our_validator() {
     assert!(
         accepted >= 20 && refused >= 20,
         "{accepted} accepted, {refused} refused"
+    );
+    assert!(
+        taken_as_is >= 10,
+        "{taken_as_is} samples taken by the quick walk"
     );
 }

@@ -9,6 +9,7 @@ mod decoders;
 pub mod faults;
 pub mod generate;
 mod partial_json;
+mod recorded_seeds;
 mod split;
 mod sse;
 
@@ -18,6 +19,7 @@ pub use decoders::{
     decode_openai_responses,
 };
 pub use partial_json::partial_json;
+pub use recorded_seeds::{Seed, recorded_seeds};
 pub use sse::sse;
 
 /// A fuzz target: any bytes in; it panics when an invariant breaks.

@@ -1,12 +1,16 @@
 //! The stable driver of the fuzz targets (cargo-fuzz runs the same functions on nightly): every
-//! stored corpus input and every regression replays, then each target runs on seeded structured
-//! inputs. `PI_FUZZ_INPUTS=<n>` changes how many per target (default 400), `PI_FUZZ_SEED=<n>`
-//! the seed (default fixed, so a failure reproduces).
+//! stored corpus input, every regression and a seed of every recorded provider stream replays,
+//! then each target runs on seeded structured inputs. `PI_FUZZ_INPUTS=<n>` changes how many per
+//! target (default 400), `PI_FUZZ_SEED=<n>` the seed (default fixed, so a failure reproduces).
+//!
+//! The recordings are read from `shared/recordings/` beside the repository (or
+//! `$PI_RECORDINGS`); without them the tests that need them say so and skip, or fail in CI.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use fastrand::Rng;
-use pi_fuzz::{TARGETS, TOOL_NAMES, generate};
+use pi_fuzz::{Seed, TARGETS, TOOL_NAMES, generate, recorded_seeds};
 use serde_json::{Value, json};
 
 /// Where cargo-fuzz keeps a target's corpus.
@@ -70,6 +74,12 @@ fn seed() -> u64 {
         .unwrap_or(0x5EED_F022)
 }
 
+/// The seeds made from the recorded streams, read once per test process.
+fn recordings() -> &'static [Seed] {
+    static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
+    SEEDS.get_or_init(recorded_seeds)
+}
+
 #[test]
 fn every_target_has_a_corpus() {
     for (name, _) in TARGETS {
@@ -90,15 +100,35 @@ fn stored_corpora_and_regressions_replay() {
     }
 }
 
-/// Seeded mutations of a target's stored corpus, plus what `fresh` makes from nothing.
+#[test]
+fn recorded_streams_replay() {
+    let seeds = recordings();
+    if seeds.is_empty() {
+        return;
+    }
+    for (name, _) in pi_fuzz::DECODER_TARGETS {
+        assert!(
+            seeds.iter().filter(|s| s.target == name).count() >= 20,
+            "{name}: recorded seeds"
+        );
+    }
+    for seed in seeds {
+        run(seed.target, &seed.name, &seed.input);
+    }
+}
+
+/// Seeded mutations of a target's stored corpus and of its recorded seeds, plus what `fresh`
+/// makes from nothing.
 fn seeded(
     name: &str,
     mutate: impl Fn(&mut Rng, &[u8]) -> Vec<u8>,
     fresh: impl Fn(&mut Rng) -> Vec<u8>,
 ) {
+    let recorded = recordings().iter().filter(|s| s.target == name);
     let stored: Vec<Vec<u8>> = files(&corpus(name))
         .iter()
         .map(|p| std::fs::read(p).expect("a corpus file"))
+        .chain(recorded.map(|s| s.input.clone()))
         .filter(|input| !input.is_empty())
         .collect();
     let mut rng = Rng::with_seed(seed());
@@ -201,55 +231,22 @@ fn decoders_on_seeded_inputs() {
     }
 }
 
-/// Writes the seed corpora: recorded provider streams (shortened), the argument examples of
-/// every tool, JSON texts and event streams. Run once by hand (`cargo test -p pi-fuzz --test
-/// targets -- --ignored write_seed_corpus`); libFuzzer grows the corpora from there.
+/// Writes the seed corpora: the argument examples of every tool, JSON texts and event streams
+/// into `fuzz/corpus/<target>/`; and the seeds of the recorded provider streams into
+/// `fuzz/work/<target>/`, libFuzzer's working folder (not committed: the recordings are other
+/// projects' files). Run once by hand (`cargo test -p pi-fuzz --test targets -- --ignored
+/// write_seed_corpus`); libFuzzer grows the corpora from there.
 #[test]
-#[ignore = "writes fuzz/corpus; run by hand"]
+#[ignore = "writes fuzz/corpus and fuzz/work; run by hand"]
 fn write_seed_corpus() {
-    let recorded = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../pi-runtime/tests/fixtures/providers/recorded");
-    let write = |target: &str, name: &str, input: Vec<u8>| {
-        let dir = corpus(target);
+    let write_into = |dir: PathBuf, name: &str, input: &[u8]| {
         std::fs::create_dir_all(&dir).expect("the corpus folder");
         std::fs::write(dir.join(name), input).expect("a corpus file");
     };
-    for origin in files_and_dirs(&recorded) {
-        for api in files_and_dirs(&origin) {
-            let folder = api
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let target = match folder.as_str() {
-                "openai-completions" => "decode_openai_completions",
-                "openai-responses" => "decode_openai_responses",
-                "anthropic" => "decode_anthropic",
-                "google" => "decode_google",
-                _ => continue,
-            };
-            for file in files(&api) {
-                let body = std::fs::read(&file).expect("a recording");
-                let file_name = file
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let origin_name = origin
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let name = format!("{origin_name}--{file_name}");
-                if file_name.ends_with(".chunks.txt") {
-                    write(target, &name, with_head(1, shorten(&body, "\n")));
-                } else {
-                    let short = shorten(&body, "\n\n");
-                    write("sse", &name, with_head(7, &short));
-                    write(target, &name, with_head(0, short));
-                }
-            }
-        }
+    let write = |target: &str, name: &str, input: Vec<u8>| write_into(corpus(target), name, &input);
+    let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/work");
+    for seed in recordings() {
+        write_into(work.join(seed.target), &seed.name, &seed.input);
     }
     let examples = [
         (
@@ -325,36 +322,6 @@ fn write_seed_corpus() {
             ": comment\r\nevent: a\r\ndata: one\r\ndata: two\r\n\r\ndata:{\"x\":\"é\"}\n\nid: 3\rdata: last\r\r",
         ),
     );
-}
-
-fn files_and_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("a folder")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// A body cut to its first 10 and last 4 events (separated by `separator`) when longer than 4 KiB:
-/// small seeds that still start and end as the provider's streams do.
-fn shorten(body: &[u8], separator: &str) -> Vec<u8> {
-    if body.len() <= 4096 {
-        return body.to_vec();
-    }
-    let text = String::from_utf8_lossy(body);
-    let events: Vec<&str> = text.split(separator).collect();
-    if events.len() <= 14 {
-        return body.to_vec();
-    }
-    let kept: Vec<&str> = events[..10]
-        .iter()
-        .chain(&events[events.len() - 4..])
-        .copied()
-        .collect();
-    kept.join(separator).into_bytes()
 }
 
 /// Found by the seeded driver: `[ ]` (an empty array with whitespace inside) broke the

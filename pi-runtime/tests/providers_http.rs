@@ -2,6 +2,8 @@
 //! retries on 429/5xx, errors, a connection cut mid-stream, first-byte timeouts and aborts.
 #![cfg(feature = "http")]
 
+mod recorded;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -710,6 +712,27 @@ async fn anthropic_overloaded_is_retried() {
     let message = done(&run(&model, &StreamOptions::default()).await).clone();
     assert_eq!(message.tool_calls().count(), 2);
     assert_eq!(server.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn a_recorded_gemini_400_gives_its_message() {
+    // The Gemini API refusing an image (Firebase's test data, `mock-responses/googleai/
+    // streaming-failure-image-rejected.txt`, in `providers-more/`): served with HTTP 400.
+    if !recorded::present() {
+        return;
+    }
+    let path = recorded::root().join("providers-more/google/firebase_http_400.json");
+    let body = std::fs::read_to_string(path).unwrap();
+    let server = Server::start(vec![Reply::status(400, &body)]).await;
+    let model = GoogleGenerativeAi::new("gemini-2.5-flash")
+        .base_url(&server.url)
+        .api_key("g-key");
+    let (_, error) = failure(run(&model, &StreamOptions::default()).await);
+    assert_eq!(
+        error.error_message.as_deref(),
+        Some("400 Bad Request: Request contains an invalid argument.")
+    );
+    assert_eq!(server.seen().len(), 1, "a 400 is not retried");
 }
 
 #[tokio::test]

@@ -372,7 +372,9 @@ impl WireDecoder for GoogleDecoder {
 fn google_usage(usage: &Value) -> Usage {
     let number = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0);
     super::usage_with_cached_prompt(
-        number("promptTokenCount"),
+        // What a built-in tool (code execution, URL context, search) read is prompt too, counted
+        // apart (`toolUsePromptTokenCount`) but within the total.
+        number("promptTokenCount") + number("toolUsePromptTokenCount"),
         number("cachedContentTokenCount"),
         number("candidatesTokenCount") + number("thoughtsTokenCount"),
         number("totalTokenCount"),

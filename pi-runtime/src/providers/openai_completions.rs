@@ -596,11 +596,22 @@ impl WireDecoder for CompletionsDecoder {
 
 fn completions_usage(usage: &Value) -> Usage {
     let number = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let prompt = number(usage.get("prompt_tokens"));
+    let completion = number(usage.get("completion_tokens"));
+    let reasoning = number(usage.pointer("/completion_tokens_details/reasoning_tokens"));
+    let total = number(usage.get("total_tokens"));
+    // OpenAI counts reasoning inside `completion_tokens`; xAI (Grok) reports it beside them, and
+    // its total says so (prompt + completion + reasoning). Reasoning is output either way.
+    let output = if reasoning > 0 && total == prompt + completion + reasoning {
+        completion + reasoning
+    } else {
+        completion
+    };
     super::usage_with_cached_prompt(
-        number(usage.get("prompt_tokens")),
+        prompt,
         number(usage.pointer("/prompt_tokens_details/cached_tokens")),
-        number(usage.get("completion_tokens")),
-        number(usage.get("total_tokens")),
+        output,
+        total,
     )
 }
 

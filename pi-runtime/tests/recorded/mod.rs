@@ -1,9 +1,18 @@
-//! Reading the recorded provider streams in `fixtures/providers/recorded` (their origins are in
-//! the README there) and decoding them.
+//! Reading the recorded provider streams and decoding them.
 //!
-//! A recording lives at `<origin>/<api>/<name>`. Recordings named `*.chunks.txt` hold one JSON
-//! chunk per line, as the Vercel AI SDK keeps them, and are framed as server-sent events here;
-//! every other recording is a raw `text/event-stream` body as the server sent it.
+//! The recordings are other projects' files, so they are not in this repository: they live in
+//! `shared/recordings/` beside it (`../shared/recordings` from the repository root), or in the
+//! folder `PI_RECORDINGS` names. Two sets, each with the origin of every file:
+//!
+//! - `providers/<origin>/<api>/<name>` (origins in `providers/README.md`). Recordings named
+//!   `*.chunks.txt` hold one JSON chunk per line, as the Vercel AI SDK keeps them, and are
+//!   framed as server-sent events here; every other one is a raw `text/event-stream` body as
+//!   the server sent it.
+//! - `providers-more/<api>/<name>.sse`, each a `text/event-stream` body (origins in
+//!   `providers-more/SOURCES.md`); a `.json` file there is an HTTP error body, not a stream.
+//!
+//! When the folder is missing, [`present`] says so and the test skips; in CI (`CI` set) it
+//! fails instead.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -47,7 +56,7 @@ impl Api {
 /// One recorded response body.
 #[derive(Debug)]
 pub struct Recording {
-    /// Its path under `recorded/`.
+    /// Its path under the recordings folder (`providers/..` or `providers-more/..`).
     pub name: String,
     pub api: Api,
     /// The body as a server would send it.
@@ -55,7 +64,8 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// The recording at `path` (relative to `recorded/`).
+    /// The recording at `path` (relative to the recordings folder, e.g.
+    /// `providers/vercel-ai/anthropic/anthropic-text.chunks.txt`). Call [`present`] first.
     pub fn open(path: &str) -> Recording {
         let full = root().join(path);
         let api = full
@@ -70,12 +80,22 @@ impl Recording {
         }
     }
 
-    /// Every recording, in path order.
+    /// Every recorded stream of both sets, in path order; empty when the recordings are missing
+    /// outside CI (see [`present`]).
     pub fn all() -> Vec<Recording> {
+        if !present() {
+            return Vec::new();
+        }
         let mut paths = Vec::new();
-        for origin in read_dir(&root()) {
+        for origin in read_dir(&root().join("providers")) {
             for api in read_dir(&origin).into_iter().filter(|p| p.is_dir()) {
                 paths.extend(read_dir(&api));
+            }
+        }
+        for api in read_dir(&root().join("providers-more")) {
+            if api.is_dir() {
+                let streams = read_dir(&api).into_iter();
+                paths.extend(streams.filter(|p| p.extension().is_some_and(|e| e == "sse")));
             }
         }
         paths.sort();
@@ -215,8 +235,31 @@ fn blocks(
         .collect()
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers/recorded")
+/// The recordings folder: `$PI_RECORDINGS`, else `shared/recordings` beside the repository
+/// (this file is compiled into crates one level below the repository root).
+pub fn root() -> PathBuf {
+    match std::env::var_os("PI_RECORDINGS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/recordings"),
+    }
+}
+
+/// Whether the recordings are there. When they are not: outside CI, says so on stderr and
+/// returns `false` (the test then skips); in CI (`CI` set) fails the test, as the interop tests
+/// do with missing test dependencies.
+pub fn present() -> bool {
+    let root = root();
+    if root.join("providers").is_dir() && root.join("providers-more").is_dir() {
+        return true;
+    }
+    let why = format!(
+        "the recorded provider streams are missing: no providers/ and providers-more/ in {} \
+         (they live in shared/recordings beside the repository; set PI_RECORDINGS to their folder)",
+        root.display()
+    );
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    false
 }
 
 fn read_dir(dir: &Path) -> Vec<PathBuf> {

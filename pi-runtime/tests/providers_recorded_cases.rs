@@ -497,7 +497,7 @@ fn an_error_written_into_the_stream_midway_ends_it_with_its_message() {
     }
 }
 
-// Issue 24: what `providers-more/` found.
+// Issue 24: what `providers-more/` found, and issue 19 item 11.
 
 #[test]
 fn grok_reasoning_tokens_count_as_output() {
@@ -543,6 +543,46 @@ fn gemini_tool_use_prompt_tokens_count_as_input() {
         (usage.input, usage.output, usage.total_tokens),
         (264, 221, 485)
     );
+}
+
+#[test]
+fn an_error_chunk_keeps_its_usage() {
+    // Issue 19 item 11. No recording of OpenRouter's mid-stream error is in the shared
+    // recordings, so DeepSeek's real stream stopped by `length` (vercel/ai
+    // `packages/deepseek/src/chat/__fixtures__/deepseek-text.chunks.txt`) is changed in the one
+    // way OpenRouter's differs: its last chunk, which carries the usage, also carries
+    // OpenRouter's documented mid-stream `error` and `finish_reason: "error"`.
+    if !recorded::present() {
+        return;
+    }
+    let recording =
+        Recording::open("providers-more/openai-completions/vercel_deepseek_text_length.sse");
+    let plain_events = recording.decode(usize::MAX);
+    let (reason, plain) = done(&plain_events);
+    assert_eq!(reason, StopReason::Length);
+    let mut edited = 0;
+    let body = recording.edited(|mut chunk| {
+        if chunk["usage"].is_object() {
+            chunk["error"] = json!({"code": 502, "message": "Provider returned error"});
+            chunk["choices"][0]["finish_reason"] = json!("error");
+            edited += 1;
+        }
+        Some(chunk)
+    });
+    assert_eq!(edited, 1);
+    let events = decode(Api::Completions, &body, usize::MAX);
+    assert_eq!(error_of(&events), "Provider returned error");
+    let message = final_message(&events);
+    assert_eq!(
+        (
+            message.usage.input,
+            message.usage.output,
+            message.usage.total_tokens
+        ),
+        (13, 400, 413)
+    );
+    assert_eq!(message.usage, plain.usage);
+    assert_eq!(text(message), text(plain), "what arrived is kept");
 }
 
 #[test]

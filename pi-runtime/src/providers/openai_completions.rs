@@ -459,6 +459,11 @@ struct FunctionDelta<'a> {
 impl CompletionsDecoder {
     fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Assembler) {
         if let Some(error) = &chunk.error {
+            // An error chunk can carry the usage so far (OpenRouter's, after a `length`
+            // finish): keep it on the message the error ends.
+            if let Some(usage) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+                out.set_usage(completions_usage(usage));
+            }
             let wrapped = serde_json::json!({ "error": error });
             out.fail(
                 StopReason::Error,

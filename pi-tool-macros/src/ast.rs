@@ -5,6 +5,7 @@ use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, 
 
 use crate::ctxt::Ctxt;
 use crate::docs::{self, Doc};
+use crate::property::{self, Property};
 
 /// What a parameter receives.
 pub(crate) enum ParamKind {
@@ -27,6 +28,8 @@ pub(crate) struct Param {
     /// `#[doc]`, `#[serde]` and `#[schemars]` attributes, moved onto the generated field.
     pub(crate) field_attrs: Vec<Attribute>,
     pub(crate) has_docs: bool,
+    /// A model argument's schema property (its name), read from `field_attrs`.
+    pub(crate) property: Option<Property>,
 }
 
 pub(crate) struct ToolFn {
@@ -83,12 +86,15 @@ impl ToolFn {
                 continue;
             }
             let has_docs = field_attrs.iter().any(docs::is_doc);
+            let property = matches!(kind, ParamKind::Argument)
+                .then(|| property::read(cx, &pat_ident.ident, &field_attrs));
             params.push(Param {
                 ident: pat_ident.ident.clone(),
                 ty: (*pat_type.ty).clone(),
                 kind,
                 field_attrs,
                 has_docs,
+                property,
             });
         }
         ToolFn {
@@ -121,9 +127,6 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
             }
             marked = true;
         } else if path.is_ident("doc") || path.is_ident("serde") || path.is_ident("schemars") {
-            if path.is_ident("serde") {
-                refuse_alias(cx, &attr);
-            }
             moved.push(attr);
         } else if ["allow", "warn", "deny", "expect", "forbid"]
             .iter()
@@ -138,26 +141,6 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
         }
     }
     (moved, kept, marked)
-}
-
-/// `#[serde(alias = "..")]` would let serde accept a name the schema does not have: the model
-/// never sees it and validation refuses it, so it is a compile error, on the `alias` key.
-fn refuse_alias(cx: &Ctxt, attr: &Attribute) {
-    let syn::Meta::List(list) = &attr.meta else {
-        return;
-    };
-    let mut tokens = list.tokens.clone().into_iter().peekable();
-    while let Some(token) = tokens.next() {
-        if let proc_macro2::TokenTree::Ident(ident) = &token
-            && ident == "alias"
-            && matches!(tokens.peek(), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '=')
-        {
-            cx.error_spanned_by(
-                ident,
-                "`#[serde(alias)]` is not supported on a `#[tool]` parameter: the schema a model sees has one name per property, so the alias would be refused; use `#[serde(rename = \"..\")]` to change the name",
-            );
-        }
-    }
 }
 
 /// Injected parameters are recognized by type name: `ToolContext` and `State<T>`, with or

@@ -1,4 +1,8 @@
 //! Doc comments as data: the fn's `///` becomes the tool description.
+//!
+//! The model reads the docs up to their first Markdown heading, without fenced code blocks:
+//! rustdoc's sections (`# Errors`, `# Panics`, `# Safety`, `# Examples`) and doctests are for
+//! the humans reading the fn's documentation, and clippy asks for some of them.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -29,8 +33,18 @@ pub(crate) fn is_doc(attr: &Attribute) -> bool {
     attr.path().is_ident("doc")
 }
 
-/// The docs of an item: one leading space per line stripped, blank lines at either end dropped
-/// (clap's `extract_doc_comment`), lines joined with `\n`.
+/// Whether the item has any `#[doc]` attribute with text (even if none of it is for the model).
+pub(crate) fn has_text(attrs: &[Attribute]) -> bool {
+    attrs.iter().filter(|attr| is_doc(attr)).any(|attr| match &attr.meta {
+        Meta::NameValue(nv) => !matches!(&nv.value, Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) if s.value().trim().is_empty()),
+        _ => false,
+    })
+}
+
+/// The description a model reads from an item's docs: one leading space per line stripped
+/// (clap's `extract_doc_comment`), cut at the first heading, fenced code blocks left out, runs
+/// of blank lines made one and blank lines at either end dropped, lines joined with `\n`.
+/// Docs with a non-literal part (`#[doc = include_str!(..)]`) are joined whole, at compile time.
 pub(crate) fn extract(attrs: &[Attribute]) -> Doc {
     let mut lines = Vec::new();
     let mut exprs = Vec::new();
@@ -65,18 +79,56 @@ pub(crate) fn extract(attrs: &[Attribute]) -> Doc {
         }
         return Doc::Concat(parts);
     }
-    while lines.first().is_some_and(|l| l.trim().is_empty()) {
-        lines.remove(0);
+    let mut kept: Vec<String> = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    for line in lines {
+        let trimmed = line.trim_start();
+        if let Some((fence_char, fence_len)) = fence {
+            let run = trimmed.chars().take_while(|c| *c == fence_char).count();
+            if run >= fence_len && trimmed[run..].trim().is_empty() {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(opening) = fence_opening(trimmed) {
+            fence = Some(opening);
+            continue;
+        }
+        if is_heading(trimmed) {
+            break;
+        }
+        let blank = line.trim().is_empty();
+        if blank && kept.last().is_none_or(|last| last.is_empty()) {
+            continue;
+        }
+        kept.push(if blank { String::new() } else { line });
     }
-    while lines.last().is_some_and(|l| l.trim().is_empty()) {
-        lines.pop();
+    while kept.last().is_some_and(String::is_empty) {
+        kept.pop();
     }
-    Doc::Text(lines.join("\n"))
+    Doc::Text(kept.join("\n"))
+}
+
+/// "```rust" or "~~~": the fence character and how many of it open the block.
+fn fence_opening(line: &str) -> Option<(char, usize)> {
+    let first = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let run = line.chars().take_while(|c| *c == first).count();
+    (run >= 3).then_some((first, run))
+}
+
+/// An ATX heading: one to six `#` followed by a space or the end of the line (`# Errors`).
+fn is_heading(line: &str) -> bool {
+    let hashes = line.chars().take_while(|c| *c == '#').count();
+    (1..=6).contains(&hashes)
+        && line[hashes..]
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Doc, extract};
+    use super::{Doc, extract, has_text};
     use syn::parse_quote;
 
     fn text(attrs: Vec<syn::Attribute>) -> String {
@@ -99,6 +151,41 @@ mod tests {
             text(attrs),
             "Get the weather.\n\n  Indented stays indented by two."
         );
+    }
+
+    fn doc_lines(text: &str) -> Vec<syn::Attribute> {
+        text.split('\n')
+            .map(|line| {
+                let line = format!(" {line}");
+                parse_quote!(#[doc = #line])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rustdoc_sections_and_code_blocks_stay_out_of_the_description() {
+        let docs = doc_lines(
+            "Look up a ticket.\n\nReturns its status.\n\n```\n# use x;\nlet t = ticket(1);\n```\n\nMore for the model.\n\n# Errors\n\nWhen the ticket is unknown.\n\n# Examples\n\n```\nticket(1);\n```",
+        );
+        assert_eq!(
+            text(docs),
+            "Look up a ticket.\n\nReturns its status.\n\nMore for the model."
+        );
+    }
+
+    #[test]
+    fn every_heading_level_ends_the_description_and_fences_nest_by_length() {
+        assert_eq!(text(doc_lines("Search.\n## Panics\nNever.")), "Search.");
+        assert_eq!(
+            text(doc_lines("Search.\n#hashtag is text\n####### seven")),
+            "Search.\n#hashtag is text\n####### seven"
+        );
+        assert_eq!(
+            text(doc_lines("Run.\n~~~~\n```\n# not a heading\n~~~~\nAfter.")),
+            "Run.\nAfter."
+        );
+        assert!(extract(&doc_lines("# Errors\nAlways.")).is_empty());
+        assert!(has_text(&doc_lines("# Errors\nAlways.")));
     }
 
     #[test]

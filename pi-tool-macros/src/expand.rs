@@ -63,14 +63,19 @@ pub(crate) fn analyze(
     (tool_fn, checked)
 }
 
-/// A tool's parameters are its schema, so clippy's `too_many_arguments` does not apply; an
-/// `async fn` without `.await` is a fine tool (it runs in a future anyway), so neither does
-/// pedantic `unused_async`. Said on the fn so the user's crate needs no `allow` of its own.
+/// Clippy lints on the fn that `#[tool]` itself makes fire, allowed on the fn so the user's crate
+/// needs no `allow` of its own (`tests/pedantic-user` is linted with `clippy::pedantic`):
+/// - `too_many_arguments`: a tool's parameters are its schema;
+/// - `needless_pass_by_value` (pedantic): arguments are deserialized into owned values and
+///   `State<T>` is passed by value; `#[tool]` refuses borrowed parameters;
+/// - `unused_async` (pedantic, `async fn`): an `async fn` without `.await` is a fine tool;
+/// - `must_use_candidate` (pedantic, plain `fn`): the return value is the tool's result, which
+///   the generated tool always uses.
 pub(crate) fn allow_signature_lints(item: &mut ItemFn) {
     let allow: syn::Attribute = if item.sig.asyncness.is_some() {
-        syn::parse_quote!(#[allow(clippy::too_many_arguments, clippy::unused_async)])
+        syn::parse_quote!(#[allow(clippy::too_many_arguments, clippy::needless_pass_by_value, clippy::unused_async)])
     } else {
-        syn::parse_quote!(#[allow(clippy::too_many_arguments)])
+        syn::parse_quote!(#[allow(clippy::too_many_arguments, clippy::needless_pass_by_value, clippy::must_use_candidate)])
     };
     item.attrs.push(allow);
 }
@@ -390,22 +395,34 @@ pub(crate) fn generate(
     }
 }
 
-/// `output_schema()` for a return type that mentions `Json` (`Json<T>`, `Result<Json<T>, E>`):
-/// the trait probe in `__private` declares the schema of `T` when `T: JsonSchema`. Other return
-/// types keep the trait's default (no schema) and cost no code.
+/// `output_schema()` for a return type that names `Json` (`Json<T>`, `Result<Json<T>, E>`):
+/// the probe in `__private` declares the schema of `T`, and a `T` without `JsonSchema` is an
+/// error on the return type that says what to derive. Other return types keep the trait's
+/// default (no schema) and cost no code.
 fn output_schema_method(output: &syn::ReturnType) -> Option<TokenStream> {
     let syn::ReturnType::Type(_, ty) = output else {
         return None;
     };
-    let mentions_json = ty.to_token_stream().to_string().contains("Json");
-    mentions_json.then(|| {
+    names_json(ty.to_token_stream()).then(|| {
+        let probe = quote_spanned! {ty.span()=>
+            (&::pi_tool::__private::OutputSchemaProbe::<#ty>::new()).output_schema(&__PI_TOOL)
+        };
         quote! {
             fn output_schema(&self) -> ::core::option::Option<&::pi_tool::__private::serde_json::Value> {
                 #[allow(unused_imports)]
-                use ::pi_tool::__private::{DeclaresOutputSchema as _, NoOutputSchema as _};
-                (&::pi_tool::__private::OutputSchemaProbe::<#ty>::new()).output_schema(&__PI_TOOL)
+                use ::pi_tool::__private::NoOutputSchema as _;
+                #probe
             }
         }
+    })
+}
+
+/// Whether the tokens contain the identifier `Json` (not `JsonWithoutSchema`, nor `MyJson`).
+fn names_json(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "Json",
+        proc_macro2::TokenTree::Group(group) => names_json(group.stream()),
+        _ => false,
     })
 }
 

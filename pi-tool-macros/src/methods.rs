@@ -3,7 +3,8 @@
 //! are not registered for `ToolRegistry::discover`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{ImplItem, ImplItemFn, ItemFn, ItemImpl, Meta, Type};
 
 use crate::ast::Target;
@@ -111,10 +112,15 @@ pub(crate) fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     let doc = format!(
         " The `#[tool]` methods of this impl as tools bound to one shared `{self_name}`: register them with `ToolRegistry::register_arc` (or `extend`). Methods are not found by `ToolRegistry::discover`: there is no value to bind them to at link time."
     );
+    // Spanned on the impl's type: a second `#[tools]` impl of it is reported there, by name.
+    let one_per_type = quote_spanned! {self_ty.span()=>
+        impl ::pi_tool::__private::OneToolsImplPerType for #self_ty {}
+    };
     quote! {
         #(#errors)*
         #item
         #(#generated)*
+        #one_per_type
 
         impl #self_ty {
             #[doc = #doc]

@@ -38,7 +38,7 @@ pub use limits::{
     MAX_SUPPORTED_ARGUMENT_DEPTH,
 };
 pub use registry::{ToolRegistration, ToolRegistry};
-pub use result::{IntoToolResult, Json, ToolResult};
+pub use result::{IntoToolResult, Json, JsonWithoutSchema, ToolResult};
 pub use run::{
     PreparedArguments, ToolCallFuture, execute_call, execute_prepared, prepare_call,
     prepare_call_within, tool_not_found_message,

@@ -69,9 +69,10 @@ impl fmt::Debug for ToolStatics {
 }
 
 /// Asks, by autoref specialization, whether a `#[tool]` fn's return type `R` declares an output
-/// schema: `Json<T>` or `Result<Json<T>, E>` with `T: JsonSchema` does ([`DeclaresOutputSchema`]),
-/// any other type does not ([`NoOutputSchema`]). Generated code calls
-/// `(&OutputSchemaProbe::<R>::new()).output_schema(&statics)` with both traits in scope.
+/// schema: `Json<T>` and `Result<Json<T>, E>` do (the inherent methods below, which require
+/// `T: JsonSchema` and say what to derive when it is not), any other type does not
+/// ([`NoOutputSchema`]). Generated code calls `(&OutputSchemaProbe::<R>::new()).output_schema(&statics)`
+/// with [`NoOutputSchema`] in scope.
 pub struct OutputSchemaProbe<R>(PhantomData<fn() -> R>);
 
 impl<R> OutputSchemaProbe<R> {
@@ -82,23 +83,37 @@ impl<R> OutputSchemaProbe<R> {
     }
 }
 
-/// The return types with an output schema (chosen first by method resolution).
-pub trait DeclaresOutputSchema {
-    /// The output schema, built once in `statics`.
-    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value>;
-}
-
-impl<T: JsonSchema> DeclaresOutputSchema for OutputSchemaProbe<Json<T>> {
-    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value> {
+impl<T> OutputSchemaProbe<Json<T>> {
+    /// `T`'s schema, built once in `statics`.
+    pub fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value>
+    where
+        T: OutputType,
+    {
         Some(statics.output_schema::<T>())
     }
 }
 
-impl<T: JsonSchema, E> DeclaresOutputSchema for OutputSchemaProbe<Result<Json<T>, E>> {
-    fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value> {
+impl<T, E> OutputSchemaProbe<Result<Json<T>, E>> {
+    /// `T`'s schema, built once in `statics`.
+    pub fn output_schema<'a>(&self, statics: &'a ToolStatics) -> Option<&'a Value>
+    where
+        T: OutputType,
+    {
         Some(statics.output_schema::<T>())
     }
 }
+
+/// What `T` in a `#[tool]` fn's `Json<T>` must be: a type with a JSON Schema, which the tool
+/// declares as its output schema (MCP's `outputSchema`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no JSON Schema, so a `#[tool]` fn returning `Json<{Self}>` cannot declare its output schema",
+    label = "`{Self}` does not implement `JsonSchema`",
+    note = "derive it next to `Serialize`: `#[derive(serde::Serialize, schemars::JsonSchema)]`",
+    note = "or return `JsonWithoutSchema<{Self}>`: the same JSON result, with no output schema declared"
+)]
+pub trait OutputType: JsonSchema {}
+
+impl<T: JsonSchema> OutputType for T {}
 
 /// Every other return type: no output schema (reached through one more autoref).
 pub trait NoOutputSchema {
@@ -232,3 +247,9 @@ pub trait NotInjected {
 }
 
 impl<T: ?Sized> NotInjected for ArgumentProbe<T> {}
+
+/// Implemented once for each type with a `#[tools]` impl. A second `#[tools]` impl of the type
+/// would define `tools()` twice; this impl makes rustc's error name the rule ("conflicting
+/// implementations of trait `OneToolsImplPerType`"), next to its "duplicate definitions with
+/// name `tools`": put every `#[tool]` method of a type in one `#[tools]` impl.
+pub trait OneToolsImplPerType {}

@@ -126,29 +126,58 @@ impl<D: Serialize> ToolResult<D> {
     }
 }
 
-/// A return value sent to the model as JSON text and kept as the result's details.
+/// A return value sent to the model as JSON text and kept as the result's details; a `#[tool]`
+/// fn returning it declares `T`'s JSON Schema as its output schema
+/// ([`AgentTool::output_schema`](crate::AgentTool::output_schema), MCP's `outputSchema`).
 ///
 /// ```
 /// use pi_tool::{tool, Json};
 ///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct User { id: u32, name: String }
+///
 /// /// Look up a user.
 /// #[tool]
-/// async fn user(id: u32) -> Json<serde_json::Value> {
-///     Json(serde_json::json!({ "id": id, "name": "Ada" }))
+/// async fn user(id: u32) -> Json<User> {
+///     Json(User { id, name: "Ada".into() })
 /// }
 /// ```
+///
+/// In a `#[tool]` fn, `T` must implement `JsonSchema` as well as `Serialize`: a `T` without it
+/// is a compile error that says what to derive. For a `T` that cannot have one (a type from a
+/// crate without schemars), return [`JsonWithoutSchema<T>`]: the same result, no output schema.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Json<T>(pub T);
+
+/// [`Json<T>`] without an output schema: the value is sent as JSON text and kept as the result's
+/// details, and the tool declares no output schema, so `T` needs only `Serialize`.
+///
+/// ```
+/// use pi_tool::{tool, JsonWithoutSchema};
+///
+/// #[derive(serde::Serialize)]
+/// struct Row { id: u32 }
+///
+/// /// List the rows.
+/// #[tool]
+/// async fn rows() -> JsonWithoutSchema<Vec<Row>> {
+///     JsonWithoutSchema(vec![Row { id: 1 }])
+/// }
+/// # use pi_tool::AgentTool;
+/// assert!(RowsTool.output_schema().is_none());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JsonWithoutSchema<T>(pub T);
 
 /// The return types a `#[tool]` fn may have.
 ///
 /// `String`, `&'static str`, [`Content`], `Vec<Content>`, [`ToolResult<D>`] (with `D: Serialize`),
-/// [`Json<T>`] (with `T: Serialize`), and `Result<` any of these `, E>` where `E: Display`: an
+/// [`Json<T>`] and [`JsonWithoutSchema<T>`] (with `T: Serialize`), and `Result<` any of these `, E>` where `E: Display`: an
 /// `Err` becomes an error result whose text is `E`'s `Display`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a `#[tool]` fn",
     label = "unsupported return type",
-    note = "a `#[tool]` fn returns `String`, `&'static str`, `Content`, `Vec<Content>`, `ToolResult<D: Serialize>`, `Json<T: Serialize>`, or `Result<T, E: Display>` of one of these"
+    note = "a `#[tool]` fn returns `String`, `&'static str`, `Content`, `Vec<Content>`, `ToolResult<D: Serialize>`, `Json<T: Serialize + JsonSchema>`, `JsonWithoutSchema<T: Serialize>`, or `Result<T, E: Display>` of one of these"
 )]
 pub trait IntoToolResult {
     /// Converts the value into a result, or into the error the loop reports.
@@ -187,12 +216,22 @@ impl<D: Serialize> IntoToolResult for ToolResult<D> {
 
 impl<T: Serialize> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> Result<ToolResult, ToolError> {
-        let details = serde_json::to_value(&self.0).map_err(|err| {
-            ToolError::new(format!("could not serialize the tool's output: {err}"))
-        })?;
-        let text = details.to_string();
-        Ok(ToolResult::new(vec![Content::Text { text }], details))
+        json_result(&self.0)
     }
+}
+
+impl<T: Serialize> IntoToolResult for JsonWithoutSchema<T> {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        json_result(&self.0)
+    }
+}
+
+/// The value as JSON text for the model and as the result's details.
+fn json_result<T: Serialize>(value: &T) -> Result<ToolResult, ToolError> {
+    let details = serde_json::to_value(value)
+        .map_err(|err| ToolError::new(format!("could not serialize the tool's output: {err}")))?;
+    let text = details.to_string();
+    Ok(ToolResult::new(vec![Content::Text { text }], details))
 }
 
 impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {

@@ -1,6 +1,6 @@
 //! `#[tool]`'s annotation keys and the output schema of `Json<T>` returns.
 
-use pi_tool::{AgentTool, Json, ToolAnnotations, tool};
+use pi_tool::{AgentTool, IntoToolResult, Json, JsonWithoutSchema, ToolAnnotations, tool};
 use serde::Serialize;
 use serde_json::json;
 
@@ -51,7 +51,8 @@ async fn count(n: u32) -> Json<u32> {
     Json(n)
 }
 
-/// Output without a schema: `T` is only `Serialize`.
+/// Output without a schema: `T` is only `Serialize` (with `Json<T>` that is a compile error,
+/// `tests/compile-fail/ui/json-output-not-json-schema.rs`).
 #[derive(Serialize)]
 struct Untyped {
     value: u8,
@@ -59,8 +60,8 @@ struct Untyped {
 
 /// Untyped output.
 #[tool]
-async fn untyped() -> Json<Untyped> {
-    Json(Untyped { value: 1 })
+async fn untyped() -> JsonWithoutSchema<Untyped> {
+    JsonWithoutSchema(Untyped { value: 1 })
 }
 
 #[test]
@@ -114,4 +115,10 @@ fn json_returns_declare_their_output_schema() {
 fn other_returns_declare_no_output_schema() {
     assert_eq!(PlainTool.output_schema(), None);
     assert_eq!(UntypedTool.output_schema(), None);
+    // The same result as `Json<T>`: JSON text for the model, the value as details.
+    let result = JsonWithoutSchema(Untyped { value: 1 })
+        .into_tool_result()
+        .unwrap();
+    assert_eq!(result.text_content(), r#"{"value":1}"#);
+    assert_eq!(result.details, json!({"value": 1}));
 }

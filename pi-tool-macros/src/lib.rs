@@ -8,6 +8,7 @@ mod docs;
 mod expand;
 mod limits;
 mod methods;
+mod property;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -46,7 +47,7 @@ use proc_macro::TokenStream;
 /// |---|---|---|
 /// | `name = "..."` | the name the model calls; `^[a-zA-Z0-9_-]{1,64}$`, checked at compile time | the fn's name |
 /// | `label = "..."` | a display name for a UI | the name |
-/// | `description = "..."` | what the model reads to decide when to call the tool | the fn's doc comment (one of the two is required) |
+/// | `description = "..."` | what the model reads to decide when to call the tool | the fn's doc comment up to its first heading, without code blocks (one of the two is required) |
 /// | `sequential` | any batch calling this tool runs one call at a time | the loop's setting |
 /// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
 /// | `deny_unknown_fields` | an argument the schema does not name is an error (`additionalProperties: false`), reported with "did you mean" | unknown arguments are ignored |
@@ -65,6 +66,13 @@ use proc_macro::TokenStream;
 /// A sync `fn` is accepted together with `blocking` (it runs on the blocking pool, where it
 /// may block as it likes); without `blocking` the fn must be `async`.
 ///
+/// # Description
+///
+/// The model reads the fn's doc comment up to its first Markdown heading, with fenced code
+/// blocks left out: rustdoc's sections (`# Errors`, `# Panics`, `# Safety`, `# Examples`) and
+/// doctests stay for the people reading the docs. Docs built by a macro (`#[doc =
+/// include_str!(..)]`) are taken whole.
+///
 /// # Parameters
 ///
 /// - `///` docs on a parameter become its `description` in the schema; `#[serde(..)]` and
@@ -74,15 +82,18 @@ use proc_macro::TokenStream;
 /// - A `ToolContext` parameter receives the call's context; a `State<T>` parameter receives
 ///   shared state. Neither appears in the schema. Under another name (`use pi_tool::ToolContext
 ///   as Ctx`, a type alias) mark the parameter `#[inject]`; the value is then chosen by type.
-/// - The fn may be `async` or a plain `fn`; clippy's `too_many_arguments` and `unused_async`
-///   are allowed on it (its parameters are the schema).
+/// - The fn may be `async` or a plain `fn`. The clippy lints the macro itself sets off are
+///   allowed on it: `too_many_arguments`, `needless_pass_by_value` (arguments are owned,
+///   `State<T>` is by value), `unused_async`, and `must_use_candidate` on a plain `fn`.
 ///
 /// # Return types
 ///
 /// `String`, `&'static str`, `Content`, `Vec<Content>`, `ToolResult<D: Serialize>`,
-/// `Json<T: Serialize>`, or `Result<` one of these `, E: Display>`; an `Err` becomes an error
-/// result whose text is the error's `Display`. A fn returning `Json<T>` (or `Result<Json<T>, E>`)
-/// with `T: JsonSchema` declares `T`'s schema as its `AgentTool::output_schema`.
+/// `Json<T: Serialize + JsonSchema>`, `JsonWithoutSchema<T: Serialize>`, or `Result<` one of
+/// these `, E: Display>`; an `Err` becomes an error result whose text is the error's `Display`.
+/// A fn returning `Json<T>` (or `Result<Json<T>, E>`) declares `T`'s schema as its
+/// `AgentTool::output_schema`; a `T` without `JsonSchema` is a compile error that says what to
+/// derive, and `JsonWithoutSchema<T>` returns the same JSON with no output schema.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()
@@ -116,7 +127,8 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 /// `Counter::tools(self: &Arc<Self>) -> Vec<Arc<dyn AgentTool>>` returns one tool per method,
 /// all bound to the same value. The keys of `#[tool(..)]` are the same as on a free fn. Methods
 /// are not registered for `ToolRegistry::discover` (there is no value to bind them to at link
-/// time): register what `tools()` returns. One `#[tools]` impl per type (each defines `tools`).
+/// time): register what `tools()` returns. One `#[tools]` impl per type (each defines `tools`;
+/// a second one is a compile error naming the trait `OneToolsImplPerType`).
 #[proc_macro_attribute]
 pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     methods::tools(args.into(), input.into()).into()

@@ -482,6 +482,11 @@ fn options_reach_every_api() {
         anthropic.get("temperature").is_none(),
         "no temperature with thinking"
     );
+    assert_eq!(
+        OptionConflict::of(AnthropicMessages::API, &options, true),
+        [OptionConflict::AnthropicTemperatureWithThinking],
+        "the dropped temperature is reported"
+    );
     assert_eq!(anthropic["tool_choice"], json!({"type": "auto"}));
 
     // Anthropic refuses thinking with a forced tool choice: the forced choice is kept, thinking
@@ -508,9 +513,13 @@ fn options_reach_every_api() {
         tools: &[],
         ..context
     };
-    assert!(OptionConflict::of(AnthropicMessages::API, &options, false).is_empty());
+    assert_eq!(
+        OptionConflict::of(AnthropicMessages::API, &options, false),
+        [OptionConflict::AnthropicTemperatureWithThinking]
+    );
     let anthropic = AnthropicMessages::new("claude").request_body(no_tools, &options);
     assert_eq!(anthropic["thinking"]["budget_tokens"], 8192);
+    assert!(anthropic.get("temperature").is_none(), "{anthropic}");
     for api in [
         OpenAiCompletions::API,
         OpenAiResponses::API,
@@ -531,6 +540,89 @@ fn options_reach_every_api() {
             completions["tool_choice"].clone()
         ),
         (json!("medium"), json!("required"))
+    );
+}
+
+#[test]
+fn claude_models_that_take_no_sampling_parameters_get_no_temperature() {
+    // Issue 19 item 10: the API's own SDK (`anthropic` 2.14.0) defines no `temperature`,
+    // `top_p` or `top_k` on `MessageCreateParams` (removed in 1.0: "Current models do not use
+    // these sampling parameters"; models that predate the change still honour them), and the
+    // API answers "`temperature` is deprecated for this model" from Claude Opus 4.7 and
+    // generation 5 on. With a forced tool choice the temperature went out anyway.
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let tools = [ToolSpec {
+        name: "get_weather".into(),
+        description: "Weather".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    }];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &tools,
+    };
+    let mut options = StreamOptions::default();
+    options.temperature = Some(0.2);
+    options.tool_choice = Some(ToolChoice::Required);
+    options.thinking = Some(ThinkingLevel::High);
+    for model in [
+        "claude-opus-4-7",
+        "claude-opus-4-8",
+        "claude-sonnet-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+        "claude-opus-5",
+        "claude-fable-5-2",
+        "claude-mythos-preview",
+        "anthropic.claude-opus-4-7",
+        "claude-opus-4-7@20260416",
+    ] {
+        let body = AnthropicMessages::new(model).request_body(context, &options);
+        assert!(body.get("temperature").is_none(), "{model}: {body}");
+        assert_eq!(body["tool_choice"], json!({"type": "any"}), "{model}");
+        assert_eq!(
+            OptionConflict::of_model(AnthropicMessages::API, model, &options, true),
+            [
+                OptionConflict::AnthropicThinkingWithForcedTool,
+                OptionConflict::AnthropicSamplingNotTakenByModel
+            ],
+            "{model}"
+        );
+    }
+    for model in [
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-20250929",
+        "claude-sonnet-4-6",
+        "claude-opus-4-6",
+        "claude-opus-4-1-20250805",
+        "claude-haiku-4-5-20251001",
+        "claude-3-5-haiku-20241022",
+        "claude-3-7-sonnet-latest",
+        "MiniMax-M2",
+    ] {
+        let body = AnthropicMessages::new(model).request_body(context, &options);
+        assert_eq!(body["temperature"], 0.2, "{model}: {body}");
+        assert_eq!(
+            OptionConflict::of_model(AnthropicMessages::API, model, &options, true),
+            [OptionConflict::AnthropicThinkingWithForcedTool],
+            "{model}"
+        );
+    }
+    // Other APIs keep their temperature, whatever the model is called.
+    for api in [
+        OpenAiCompletions::API,
+        OpenAiResponses::API,
+        GoogleGenerativeAi::API,
+    ] {
+        assert!(
+            OptionConflict::of_model(api, "claude-opus-4-7", &options, true).is_empty(),
+            "{api}"
+        );
+    }
+    assert!(
+        OptionConflict::AnthropicSamplingNotTakenByModel
+            .to_string()
+            .contains("without the temperature")
     );
 }
 

@@ -129,7 +129,12 @@ impl AnthropicMessages {
             .unwrap_or(DEFAULT_MAX_TOKENS);
         // Thinking with a forced tool choice is refused by the API: the forced choice wins
         // (it is what the caller's flow depends on; thinking only improves the answer).
-        let conflicts = OptionConflict::of(Self::API, options, !context.tools.is_empty());
+        let conflicts = OptionConflict::of_model(
+            Self::API,
+            &self.settings.model,
+            options,
+            !context.tools.is_empty(),
+        );
         let budget = options
             .thinking
             .and_then(thinking_budget)
@@ -152,19 +157,24 @@ impl AnthropicMessages {
             body.insert("system".into(), json!([system]));
         }
         body.insert("messages".into(), Value::Array(messages));
-        match budget {
-            Some(budget) => {
-                body.insert(
-                    "thinking".into(),
-                    json!({"type": "enabled", "budget_tokens": budget}),
-                );
-            }
-            // Sampling temperature is not allowed together with thinking.
-            None => {
-                if let Some(temperature) = options.temperature.and_then(super::decimal) {
-                    body.insert("temperature".into(), temperature);
-                }
-            }
+        if let Some(budget) = budget {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+        }
+        // Not with thinking, nor to a model that no longer takes sampling parameters.
+        let temperature_dropped = conflicts.iter().any(|c| {
+            matches!(
+                c,
+                OptionConflict::AnthropicTemperatureWithThinking
+                    | OptionConflict::AnthropicSamplingNotTakenByModel
+            )
+        });
+        if !temperature_dropped
+            && let Some(temperature) = options.temperature.and_then(super::decimal)
+        {
+            body.insert("temperature".into(), temperature);
         }
         if !context.tools.is_empty() {
             body.insert(

@@ -65,9 +65,6 @@ fn tracer_provider() -> Result<SdkTracerProvider, Box<dyn std::error::Error>> {
     match endpoint {
         Some(endpoint) => {
             println!("exporting spans over OTLP/HTTP to {endpoint}");
-            // The workspace builds reqwest without a default TLS crypto provider: name one
-            // (an `Err` means one is installed already).
-            let _ = rustls::crypto::ring::default_provider().install_default();
             // The exporter reads the endpoint (and headers, timeout) from the same variables.
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()

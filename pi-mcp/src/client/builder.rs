@@ -317,12 +317,12 @@ impl Target {
     }
 }
 
-/// reqwest with rustls on the ring provider, passed explicitly (the workspace installs no
+/// reqwest with rustls on the aws-lc-rs provider, passed explicitly (the workspace installs no
 /// process-wide default), and no redirects (they could carry our headers to another host).
 /// Idle connections are not pooled, as in rmcp's own client (a reused connection whose last
 /// response was not fully read stalls on delayed ACKs).
 fn http_client() -> Result<reqwest::Client, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
         .map_err(|err| format!("could not load the system's TLS certificate roots: {err}"))?;
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)

@@ -1,7 +1,7 @@
-//! The HTTP side shared by every provider: one reqwest client (rustls with the ring crypto
+//! The HTTP side shared by every provider: one reqwest client (rustls with the aws-lc-rs crypto
 //! provider, the platform's certificate roots), retries with backoff on 429/408/5xx and failed
 //! connections, idle timeouts, abort through the signal, and the body fed to the decoder; and
-//! the process-wide crypto provider a user's own reqwest client needs.
+//! the process-wide crypto provider for code that wants one installed.
 //! Every failure ends the stream with an `Error` event; nothing here panics.
 
 use std::collections::VecDeque;
@@ -40,10 +40,7 @@ pub(crate) struct LazyClient {
 }
 
 impl Default for LazyClient {
-    /// Every provider makes one in its constructor: the crypto provider is installed as soon
-    /// as a model exists, so a user's own reqwest client built after that works too.
     fn default() -> Self {
-        ensure_crypto_provider();
         LazyClient {
             client: OnceLock::new(),
         }
@@ -62,34 +59,34 @@ impl LazyClient {
     }
 }
 
-/// Installs ring's rustls crypto provider as the process default, unless one is installed.
+/// Installs aws-lc-rs's rustls crypto provider as the process default, unless one is installed.
 ///
-/// Why: pi-runtime enables reqwest's `rustls-no-provider` (ring, not aws-lc, so the build needs
-/// no cmake), and Cargo unifies features, so your crate's own reqwest 0.13 gets rustls without
-/// a provider too. Its `reqwest::Client::new()` then panics ("No rustls crypto provider is
-/// configured") unless a process default exists. pi-runtime calls this when a provider is
-/// made (`OpenAiCompletions::new`, ..) and before it builds its own client; call it yourself
-/// before building a reqwest client earlier than that.
+/// Not needed any more for a reqwest client of your own: pi-runtime builds reqwest with its
+/// `rustls` feature (aws-lc-rs), and Cargo unifies features, so your reqwest 0.13 has a provider
+/// of its own too, even with `default-features = false` (before, pi-runtime used
+/// `rustls-no-provider`, and `reqwest::Client::new()` in your crate panicked with "No rustls
+/// crypto provider is configured" unless this ran first). Kept for code that reads
+/// `CryptoProvider::get_default()`; pi-runtime itself never installs a default and passes its
+/// provider explicitly, so a provider you install is the one your code sees.
 ///
-/// Idempotent and cheap. A provider installed before (yours, e.g. aws-lc's) is kept: install
-/// yours first if you want it. pi-runtime's own client always uses ring, passed explicitly.
+/// Idempotent and cheap.
 ///
 /// ```
 /// pi_runtime::providers::ensure_crypto_provider();
 /// pi_runtime::providers::ensure_crypto_provider(); // a second call changes nothing
+/// assert!(rustls::crypto::CryptoProvider::get_default().is_some());
 /// ```
 pub fn ensure_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // `Err` means another thread installed one first: a default exists either way.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     }
 }
 
 fn build_client(settings: &Settings) -> Result<reqwest::Client, String> {
-    ensure_crypto_provider();
-    // The ring provider, passed explicitly, so this client does not depend on which default
-    // was installed; the build needs no cmake (aws-lc).
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // The provider passed explicitly, so this client does not depend on which default a user
+    // installed (and installs none).
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
         .map_err(|err| format!("Could not load the system's TLS certificate roots: {err}"))?;
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)

@@ -2,7 +2,10 @@
 //! by its argument. `tests/crypto_provider.rs` runs it, since the failure it checks is a panic
 //! that ends the process.
 //!
-//! - `client-first`: the user's client before anything of pi-runtime.
+//! - `client-first`: the user's client before anything of pi-runtime (issue 19 item 9: this
+//!   panicked while pi-runtime enabled reqwest's `rustls-no-provider`).
+//! - `rustls-config-first`: the user's own `rustls::ClientConfig::builder()` before anything of
+//!   pi-runtime (it finds its provider from rustls's crate features: one provider compiled in).
 //! - `client-after-ensure`: `ensure_crypto_provider()`, then the user's client.
 //! - `client-after-pi-runtime`: one pi-runtime request (to a closed port on 127.0.0.1), then
 //!   the user's client.
@@ -21,7 +24,22 @@ use rustls::crypto::CryptoProvider;
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     match mode.as_str() {
-        "client-first" => build_user_client(),
+        "client-first" => {
+            build_user_client();
+            println!(
+                "default provider installed: {}",
+                CryptoProvider::get_default().is_some()
+            );
+        }
+        "rustls-config-first" => {
+            let config = rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+            println!(
+                "user rustls config built: {} ALPN",
+                config.alpn_protocols.len()
+            );
+        }
         "client-after-ensure" => {
             ensure_crypto_provider();
             build_user_client();
@@ -36,7 +54,7 @@ fn main() {
             build_user_client();
         }
         "own-provider-kept" => {
-            let mut own = rustls::crypto::ring::default_provider();
+            let mut own = rustls::crypto::aws_lc_rs::default_provider();
             own.cipher_suites.truncate(1);
             if own.install_default().is_err() {
                 eprintln!("a provider was installed before main");

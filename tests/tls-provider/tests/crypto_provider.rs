@@ -1,7 +1,10 @@
-//! Issue 11 item 3: pi-runtime enables reqwest's `rustls-no-provider`; Cargo unifies features,
-//! so a user crate's own `reqwest::Client::new()` (reqwest without its `rustls` feature) found
-//! no crypto provider and panicked. Each case runs `src/main.rs` as its own process, because
-//! the process default provider is set once per process and the failure is a panic.
+//! Issue 11 item 3 and issue 19 item 9: pi-runtime enabled reqwest's `rustls-no-provider`; Cargo
+//! unifies features, so a user crate's own `reqwest::Client::new()` (reqwest without its
+//! `rustls` feature) found no crypto provider and panicked unless pi-runtime (or the user) had
+//! installed a process default first. pi-runtime now builds reqwest with `rustls` (aws-lc-rs):
+//! the user's client has a provider with no call of ours. Each case runs `src/main.rs` as its own
+//! process, because the process default provider is set once per process and the failure is a
+//! panic.
 
 use std::process::{Command, Output};
 
@@ -35,20 +38,32 @@ fn a_user_client_built_after_a_model_was_made_works() {
 }
 
 #[test]
-fn a_user_client_built_before_pi_runtime_needs_ensure_crypto_provider() {
-    // The documented line first: works.
+fn a_user_client_built_before_anything_of_pi_runtime_works() {
+    let out = run("client-first");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("user client built"), "{stdout}");
+    // Not because something installed a default behind the user's back.
+    assert!(
+        stdout.contains("default provider installed: false"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_user_rustls_config_built_before_anything_of_pi_runtime_works() {
+    // One crypto provider compiled into rustls, so `ClientConfig::builder()` picks it.
+    let out = run("rustls-config-first");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("user rustls config built"), "{stdout}");
+}
+
+#[test]
+fn ensure_crypto_provider_still_works() {
     let out = run("client-after-ensure");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("user client built"));
-
-    // Without it, reqwest's own panic: what the README tells the user to avoid.
-    let out = run("client-first");
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("No rustls crypto provider is configured"),
-        "{}",
-        text(&out.stderr)
-    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! An MCP server from `#[tool]` fns: every tool linked into the program, served to MCP clients
 //! (Claude Desktop, VS Code, Cursor, the MCP Inspector) over stdio, or over streamable HTTP with
-//! `--http ADDR`. Logs go to stderr: stdout belongs to the protocol.
+//! `--http ADDR` (a loopback address; every request needs a bearer token). Logs go to stderr:
+//! stdout belongs to the protocol.
 //!
 //! Run: `cargo run -p pi-examples --example mcp_server` (or `-- --http 127.0.0.1:8080`).
 //! The pi-mcp README shows how to add it to a client's configuration.
@@ -65,8 +66,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match (args.next().as_deref(), args.next()) {
         (None, _) => server.serve_stdio().await?,
         (Some("--http"), Some(addr)) => {
+            // Every request needs the token: `$PI_MCP_TOKEN`, or a new one printed here.
+            let token = match std::env::var("PI_MCP_TOKEN") {
+                Ok(token) => token,
+                Err(_) => {
+                    let token = pi_mcp::generate_token();
+                    eprintln!("send the header `Authorization: Bearer {token}`");
+                    token
+                }
+            };
             eprintln!("serving MCP at http://{addr}/mcp");
-            server.serve_http(addr).await?;
+            server.with_bearer_token(token).serve_http(addr).await?;
         }
         _ => return Err("usage: mcp_server [--http ADDR]".into()),
     }

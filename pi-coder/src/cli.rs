@@ -141,16 +141,50 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Serve the seven coding tools (read, bash, edit, write, grep, find, ls) to MCP clients, on
-    /// stdio (the default) or streamable HTTP
+    /// stdio (the default), streamable HTTP or a Unix socket
+    #[command(after_help = MCP_SERVE_HELP)]
     Serve(McpServeArgs),
 }
 
-/// `pi mcp serve [--http ADDR] [--cwd DIR] [--confine]`
+/// What `pi mcp serve --help` adds after the options.
+const MCP_SERVE_HELP: &str =
+    "Over HTTP every request needs `Authorization: Bearer TOKEN`: the token is
+$PI_MCP_TOKEN when set (16 characters or more), else a new random one printed at start.
+Whoever has it can run bash as you. Only loopback addresses are served unless --allow-remote
+is given; then put TLS in front (a reverse proxy). --unix PATH serves on a socket only you can
+open (mode 0600), with no token unless PI_MCP_TOKEN is set.";
+
+/// `pi mcp serve [--http ADDR | --unix PATH] [--cwd DIR] [--confine] ...`
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("transport").args(["http", "unix"]))]
 pub struct McpServeArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080)
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with = "unix")]
     pub http: Option<String>,
+    /// Serve streamable HTTP on a Unix socket at PATH (mode 0600) instead of stdio
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// Serve on an address that is not a loopback one (0.0.0.0, a LAN address); the token is
+    /// then required, and any Host header is accepted unless --allow-host names them
+    #[arg(long, requires = "http", conflicts_with = "unix")]
+    pub allow_remote: bool,
+    /// Take HTTP requests without a token (loopback addresses only): every program and user of
+    /// this machine can then run the tools
+    #[arg(long, requires = "http", conflicts_with_all = ["allow_remote", "unix"])]
+    pub no_auth: bool,
+    /// A browser origin allowed to call, e.g. http://localhost:6274 (repeatable; requests with
+    /// any other Origin header get 403)
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "transport")]
+    pub allow_origin: Vec<String>,
+    /// A Host header value accepted besides localhost, 127.0.0.1 and ::1, e.g. mcp.example.com
+    /// behind a reverse proxy (repeatable)
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST",
+        requires = "http",
+        conflicts_with = "unix"
+    )]
+    pub allow_host: Vec<String>,
     /// Working directory of the tools (default: the current directory)
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -565,6 +599,49 @@ mod tests {
         assert!(args.continue_session && !args.print);
         let args = Args::try_parse_from(["pi", "mcp", "serve"]).unwrap();
         assert!(args.command.is_some() && args.messages.is_empty());
+    }
+
+    fn serve_args(words: &[&str]) -> Result<McpServeArgs, clap::Error> {
+        let args = Args::try_parse_from(["pi", "mcp", "serve"].iter().chain(words))?;
+        match args.command {
+            Some(Command::Mcp {
+                command: McpCommand::Serve(serve),
+            }) => Ok(serve),
+            other => panic!("not mcp serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mcp_serve_flags_go_with_their_transport() {
+        let serve = serve_args(&[
+            "--http",
+            "0.0.0.0:8080",
+            "--allow-remote",
+            "--allow-origin",
+            "http://localhost:6274",
+            "--allow-origin",
+            "https://app.example.com",
+            "--allow-host",
+            "mcp.example.com",
+        ])
+        .unwrap();
+        assert!(serve.allow_remote && !serve.no_auth);
+        assert_eq!(serve.allow_origin.len(), 2);
+        assert_eq!(serve.allow_host, ["mcp.example.com"]);
+        assert!(serve_args(&["--unix", "/tmp/pi.sock", "--allow-origin", "null"]).is_ok());
+        for wrong in [
+            &["--allow-remote"][..],
+            &["--no-auth"],
+            &["--unix", "/tmp/pi.sock", "--no-auth"],
+            &["--unix", "/tmp/pi.sock", "--http", "127.0.0.1:0"],
+            &["--http", "0.0.0.0:0", "--allow-remote", "--no-auth"],
+            &["--allow-host", "example.com"],
+            &["--allow-origin", "http://localhost:6274"],
+            &["--unix", "/tmp/pi.sock", "--allow-remote"],
+            &["--unix", "/tmp/pi.sock", "--allow-host", "example.com"],
+        ] {
+            assert!(serve_args(wrong).is_err(), "{wrong:?}");
+        }
     }
 
     #[test]

@@ -7,4 +7,7 @@ pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientBuilder, McpClientError,
     McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolList,
 };
-pub use server::{McpServer, ServeError};
+pub use server::{
+    DEFAULT_MAX_REQUEST_BODY_BYTES, McpServer, ServeError, TokenError, TokenVerifier,
+    VerifiedToken, generate_token,
+};

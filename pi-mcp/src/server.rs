@@ -1,10 +1,17 @@
 //! The MCP server: a `ToolRegistry` served over stdio and streamable HTTP.
 
+mod auth;
 mod call;
 mod catalog;
+mod gate;
 mod handler;
+#[cfg(unix)]
+mod unix;
 
+use std::fmt;
 use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pi_tool::ToolRegistry;
@@ -14,8 +21,18 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 
+use self::auth::StaticToken;
+pub use self::auth::{TokenError, TokenVerifier, VerifiedToken, generate_token};
 use self::catalog::Catalog;
+use self::gate::Gate;
 use self::handler::RegistryHandler;
+
+/// The largest request body the HTTP transport reads, unless
+/// [`McpServer::with_max_request_body_bytes`] says otherwise: 4 MiB. A request is one JSON-RPC
+/// message whose arguments a model wrote; a model's whole output (128k tokens, about 512 KiB,
+/// twice that once JSON-escaped) fits four times over, while a client cannot make the server
+/// buffer without bound (larger bodies get 413 before anything is parsed).
+pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves the tools of a [`ToolRegistry`] to MCP clients (Claude Desktop, VS Code, Cursor, the
 /// official SDKs), over stdio or streamable HTTP.
@@ -25,13 +42,57 @@ use self::handler::RegistryHandler;
 /// through the same pipeline as the agent loop: `prepare_arguments`, normalization, validation,
 /// execution, with the same error texts. Both protocol revisions clients speak today,
 /// 2025-11-25 and 2026-07-28, are served.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct McpServer {
     registry: ToolRegistry,
     name: String,
     version: String,
     instructions: Option<String>,
-    allowed_hosts: Option<Vec<String>>,
+    auth: Auth,
+    hosts: Hosts,
+    allowed_origins: Vec<String>,
+    remote: bool,
+    max_request_body_bytes: usize,
+}
+
+/// Who may call over HTTP.
+#[derive(Clone)]
+enum Auth {
+    /// Nothing chosen yet: HTTP serves no one.
+    Unchosen,
+    /// `without_auth()`.
+    Disabled,
+    /// Every request's token goes through this verifier.
+    Token(Arc<dyn TokenVerifier>),
+}
+
+/// Which `Host` headers the HTTP transport accepts.
+#[derive(Clone, Debug)]
+enum Hosts {
+    /// rmcp's default: `localhost`, `127.0.0.1`, `::1` (any port).
+    Loopback,
+    /// These; an empty list accepts any.
+    Listed(Vec<String>),
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = match &self.auth {
+            Auth::Unchosen => "not chosen",
+            Auth::Disabled => "none (without_auth)",
+            Auth::Token(_) => "bearer token",
+        };
+        f.debug_struct("McpServer")
+            .field("registry", &self.registry)
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("auth", &auth)
+            .field("hosts", &self.hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("remote", &self.remote)
+            .field("max_request_body_bytes", &self.max_request_body_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why serving stopped with an error.
@@ -47,6 +108,32 @@ pub enum ServeError {
     /// The task serving the session ended abnormally.
     #[error("MCP session ended abnormally: {0}")]
     Session(String),
+    /// HTTP was asked for without choosing who may call: see [`McpServer::with_bearer_token`].
+    #[error(
+        "this MCP server has no authentication configured: call McpServer::with_bearer_token, \
+         with_token_verifier or with_oauth (or without_auth, for a loopback address only)"
+    )]
+    NoAuthentication,
+    /// The address is not a loopback one and [`McpServer::allow_remote`] was not called.
+    #[error(
+        "refusing to serve MCP on {0}: it is not a loopback address, so other machines could \
+         connect; call McpServer::allow_remote() to serve there anyway (with authentication)"
+    )]
+    NotLoopback(SocketAddr),
+    /// [`McpServer::without_auth`] on an address that is not a loopback one.
+    #[error(
+        "refusing to serve MCP without authentication on {0}: without_auth() is for loopback \
+         addresses only"
+    )]
+    RemoteWithoutAuth(SocketAddr),
+    /// The Unix socket could not be set up at `path`.
+    #[error("cannot serve MCP on the Unix socket {}: {reason}", path.display())]
+    UnixSocket {
+        /// The socket's path.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl McpServer {
@@ -57,7 +144,11 @@ impl McpServer {
             name: "pi-mcp".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
-            allowed_hosts: None,
+            auth: Auth::Unchosen,
+            hosts: Hosts::Loopback,
+            allowed_origins: Vec::new(),
+            remote: false,
+            max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
         }
     }
 
@@ -82,16 +173,79 @@ impl McpServer {
         self
     }
 
+    /// Every HTTP request must carry `Authorization: Bearer <token>` with this token (compared
+    /// in constant time). Anyone who has it can run every tool: make it long and random
+    /// ([`generate_token`]) and keep it out of logs and command lines.
+    #[must_use]
+    pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.auth = Auth::Token(Arc::new(StaticToken::new(token.into())));
+        self
+    }
+
+    /// Every HTTP request's bearer token must satisfy `verifier` (your own check: an API-key
+    /// table, token introspection).
+    #[must_use]
+    pub fn with_token_verifier(mut self, verifier: impl TokenVerifier) -> Self {
+        self.auth = Auth::Token(Arc::new(verifier));
+        self
+    }
+
+    /// HTTP requests need no token. Anything that can reach the address can then run every
+    /// tool: on a loopback address that is every program and every user of this machine (web
+    /// pages are still kept out by the `Host` and `Origin` checks). Refused on other addresses;
+    /// for a single user, [`serve_stdio`](Self::serve_stdio) needs no token and is safer.
+    #[must_use]
+    pub fn without_auth(mut self) -> Self {
+        self.auth = Auth::Disabled;
+        self
+    }
+
     /// The `Host` header values the HTTP transport accepts (`"example.com"`,
-    /// `"example.com:8080"`). By default only loopback hosts are accepted, which protects a local
-    /// server against DNS rebinding; set this when serving on a public name.
+    /// `"example.com:8080"`), in place of the loopback names (`localhost`, `127.0.0.1`, `::1`)
+    /// it accepts by default; an empty list accepts any. This protects an unauthenticated
+    /// local server against DNS rebinding; it does not stop a client that is not a browser,
+    /// which can send any `Host`: authentication does.
     #[must_use]
     pub fn with_allowed_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self.hosts = Hosts::Listed(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The browser origins allowed to call (`"http://localhost:6274"`, `"https://app.example.com"`,
+    /// `"http://localhost:*"` for any port), for a web UI that talks to this server. A request
+    /// with any other `Origin` header gets 403, as the MCP spec requires; one without (SDK
+    /// clients, curl, desktop apps) is not affected. By default no other origin is allowed:
+    /// only the server's own (`http://127.0.0.1:PORT`, `http://localhost:PORT` on the loopback
+    /// address `serve_http` uses), which is not cross-origin.
+    #[must_use]
+    pub fn with_allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets [`serve_http`](Self::serve_http) and [`serve_http_on`](Self::serve_http_on) use an
+    /// address that is not a loopback one (`0.0.0.0`, a LAN address), which they refuse
+    /// otherwise; authentication is then required. Put TLS in front (a reverse proxy): a
+    /// bearer token over plain HTTP can be read by anyone on the path.
+    #[must_use]
+    pub fn allow_remote(mut self) -> Self {
+        self.remote = true;
+        self
+    }
+
+    /// The largest HTTP request body read, in bytes (default
+    /// [`DEFAULT_MAX_REQUEST_BODY_BYTES`]); larger ones get 413.
+    #[must_use]
+    pub fn with_max_request_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_body_bytes = bytes;
         self
     }
 
@@ -135,13 +289,59 @@ impl McpServer {
     }
 
     /// Serves streamable HTTP at `http://ADDR/mcp` until the process ends.
+    ///
+    /// Refused before anything is bound when no authentication was chosen
+    /// ([`ServeError::NoAuthentication`]), when `addr` is not a loopback address and
+    /// [`allow_remote`](Self::allow_remote) was not called ([`ServeError::NotLoopback`]), and
+    /// for [`without_auth`](Self::without_auth) on such an address
+    /// ([`ServeError::RemoteWithoutAuth`]).
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<(), ServeError> {
-        let listener = TcpListener::bind(addr).await?;
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+        for addr in &addrs {
+            self.check_address(*addr)?;
+        }
+        let listener = TcpListener::bind(addrs.as_slice()).await?;
         self.serve_http_on(listener).await
     }
 
-    /// Serves streamable HTTP at `/mcp` on a listener you bound (e.g. to port 0).
+    /// Serves streamable HTTP at `/mcp` on a listener you bound (e.g. to port 0), with the
+    /// checks of [`serve_http`](Self::serve_http).
     pub async fn serve_http_on(self, listener: TcpListener) -> Result<(), ServeError> {
+        let local = listener.local_addr()?;
+        self.check_address(local)?;
+        let mut origins = self.allowed_origins.clone();
+        origins.extend(own_origins(local));
+        axum::serve(listener, self.build_router("/mcp", origins)).await?;
+        Ok(())
+    }
+
+    /// Whether serving on `addr` is allowed: an authentication choice, and a loopback address
+    /// unless remote serving was asked for (then with authentication).
+    fn check_address(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        let loopback = is_loopback(addr.ip());
+        match self.auth {
+            Auth::Unchosen => Err(ServeError::NoAuthentication),
+            _ if !loopback && !self.remote => Err(ServeError::NotLoopback(addr)),
+            Auth::Disabled if !loopback => Err(ServeError::RemoteWithoutAuth(addr)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Serves streamable HTTP at `http://localhost/mcp` over a Unix socket at `path` until the
+    /// process ends (or this future is dropped, which removes the socket file).
+    ///
+    /// The socket has mode 0600 from the moment it exists: only this user (and root) can
+    /// connect, which the MCP spec accepts in place of a token, so none is required unless one
+    /// was set ([`with_bearer_token`](Self::with_bearer_token) and the others apply as over
+    /// TCP). A stale socket file at `path` is replaced; a live one, or a file that is not a
+    /// socket, is an error. Clients connect as to `http://localhost/mcp` (curl:
+    /// `--unix-socket PATH`).
+    #[cfg(unix)]
+    pub async fn serve_unix(mut self, path: impl AsRef<Path>) -> Result<(), ServeError> {
+        if matches!(self.auth, Auth::Unchosen) {
+            self.auth = Auth::Disabled;
+        }
+        let (listener, _socket_file) = unix::bind_private(path.as_ref())?;
         axum::serve(listener, self.router()).await?;
         Ok(())
     }
@@ -151,18 +351,65 @@ impl McpServer {
         self.router_at("/mcp")
     }
 
-    /// An axum router serving streamable HTTP at `path` (e.g. `"/tools/mcp"`).
+    /// An axum router serving streamable HTTP at `path` (e.g. `"/tools/mcp"`), with this
+    /// server's authentication, `Host` and `Origin` checks and body limit. Without an
+    /// authentication choice it answers every request 500 (and runs nothing). Which address
+    /// it is served on is up to you: mind [`without_auth`](Self::without_auth)'s warning.
     pub fn router_at(&self, path: &str) -> axum::Router {
+        self.build_router(path, self.allowed_origins.clone())
+    }
+
+    fn build_router(&self, path: &str, origins: Vec<String>) -> axum::Router {
         let handler = self.handler();
-        let mut config = StreamableHttpServerConfig::default();
-        if let Some(hosts) = &self.allowed_hosts {
-            config = config.with_allowed_hosts(hosts.clone());
-        }
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(LocalSessionManager::default()),
-            config,
+            self.transport_config(origins),
         );
-        axum::Router::new().nest_service(path, service)
+        let gate = Arc::new(match &self.auth {
+            Auth::Unchosen => Gate::Unchosen,
+            Auth::Disabled => Gate::Open,
+            Auth::Token(verifier) => Gate::Verified {
+                verifier: verifier.clone(),
+                resource_metadata: None,
+                required_scopes: Vec::new(),
+            },
+        });
+        axum::Router::new()
+            .nest_service(path, service)
+            .route_layer(axum::middleware::from_fn_with_state(gate, gate::guard))
     }
+
+    /// rmcp's transport settings: `Host` and `Origin` checks on (a present `Origin` must be
+    /// listed; the spec requires 403 otherwise), the body limit; rmcp's defaults for the rest
+    /// (SSE keep-alive 15 s, sessions closed after 5 minutes idle or 60 s without `initialize`).
+    fn transport_config(&self, origins: Vec<String>) -> StreamableHttpServerConfig {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_allowed_origins(origins)
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(self.max_request_body_bytes);
+        if let Hosts::Listed(hosts) = &self.hosts {
+            config = config.with_allowed_hosts(hosts.clone());
+        }
+        config
+    }
+}
+
+/// The origins of a server on the loopback address `local` (`http://127.0.0.1:PORT`,
+/// `http://localhost:PORT`, `http://[::1]:PORT`): a request from its own origin is not
+/// cross-origin, so it is accepted as browsers would. None for other addresses, whose public
+/// name is not known here.
+fn own_origins(local: SocketAddr) -> Vec<String> {
+    if !is_loopback(local.ip()) {
+        return Vec::new();
+    }
+    let port = local.port();
+    ["127.0.0.1", "localhost", "[::1]"]
+        .map(|host| format!("http://{host}:{port}"))
+        .into()
+}
+
+/// `127.0.0.0/8`, `::1`, and `::ffff:127.x.y.z`; not `0.0.0.0` (every interface).
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
 }

@@ -46,9 +46,15 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `exe` with `args`; it must print `listening <url>` as its first line.
     pub fn start_http(exe: &str, args: &[&str]) -> ServerProcess {
+        ServerProcess::start_http_with_env(exe, args, &[])
+    }
+
+    /// [`start_http`](Self::start_http) with these environment variables set (a token).
+    pub fn start_http_with_env(exe: &str, args: &[&str], env: &[(&str, &str)]) -> ServerProcess {
         use std::io::BufRead;
         let mut child = std::process::Command::new(exe)
             .args(args)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()

@@ -11,6 +11,9 @@ use tokio::net::TcpStream;
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
 
+/// The bearer token the server is started with.
+const TOKEN: &str = "http-disconnect-test-token-0123456789";
+
 /// Sends one 2026-07-28 `tools/call` over a fresh connection and returns the open stream.
 async fn send_call(address: &str, id: u32, tool: &str) -> TcpStream {
     let body = format!(
@@ -19,7 +22,8 @@ async fn send_call(address: &str, id: u32, tool: &str) -> TcpStream {
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+         Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     let mut stream = TcpStream::connect(address).await.expect("connect");
@@ -37,7 +41,11 @@ async fn read_all(mut stream: TcpStream) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_response_stream_cancels_the_call() {
-    let server = ServerProcess::start_http(env!("CARGO_BIN_EXE_pi-mcp-fixture-server"), &["http"]);
+    let server = ServerProcess::start_http_with_env(
+        env!("CARGO_BIN_EXE_pi-mcp-fixture-server"),
+        &["http"],
+        &[("PI_MCP_TOKEN", TOKEN)],
+    );
     let address = server
         .url
         .trim_start_matches("http://")

@@ -1,7 +1,9 @@
 //! The official MCP clients against pi-mcp's server, over stdio and streamable HTTP, in both
 //! protocol revisions: the Python SDK (`mcp` 2.3.0), the TypeScript SDK 1.x and 2.x. The checks
 //! are in `pi-mcp/tests/clients/` (listing, valid/normalized/invalid/failing/panicking/image/
-//! structured calls, an unknown tool, progress, cancellation).
+//! structured calls, an unknown tool, progress, cancellation). Over HTTP the server requires a
+//! bearer token: each client first finds itself refused without it, then sends it through its
+//! SDK's HTTP client options. The Python client also runs over the server's Unix socket.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +21,9 @@ fn script(name: &str) -> PathBuf {
 /// Each case runs against a fresh stdio server and against one HTTP server (the client scripts
 /// read the server's cancellation count before and after, so they share it safely).
 fn run_everywhere(name: &str, mut client: impl FnMut(&str, &str) -> Command, modes: &[&str]) {
-    let http = ServerProcess::start_http(FIXTURE_SERVER, &["http"]);
+    let token = pi_mcp::generate_token();
+    let http =
+        ServerProcess::start_http_with_env(FIXTURE_SERVER, &["http"], &[("PI_MCP_TOKEN", &token)]);
     for mode in modes {
         let out = run_client(
             &format!("{name} stdio {mode}"),
@@ -28,8 +32,12 @@ fn run_everywhere(name: &str, mut client: impl FnMut(&str, &str) -> Command, mod
         assert!(out.contains("ok "), "{out}");
         let out = run_client(
             &format!("{name} http {mode}"),
-            client("http", mode).arg(&http.url).arg(mode),
+            client("http", mode)
+                .env("PI_MCP_TOKEN", &token)
+                .arg(&http.url)
+                .arg(mode),
         );
+        assert!(out.contains("refused without the token"), "{out}");
         assert!(out.contains("ok "), "{out}");
     }
 }
@@ -53,6 +61,29 @@ fn python_sdk_client() {
         },
         &["auto", "legacy"],
     );
+}
+
+#[test]
+fn python_sdk_client_over_a_unix_socket() {
+    let Some(deps) = test_deps() else { return };
+    let folder = std::env::temp_dir().join(format!("pi-mcp-interop-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let socket = folder.join("fixture.sock");
+    let socket = socket.to_str().unwrap();
+    let server = ServerProcess::start_http(FIXTURE_SERVER, &["unix", socket]);
+    assert_eq!(server.url, format!("unix:{socket}"));
+    for mode in ["auto", "legacy"] {
+        let out = run_client(
+            &format!("python unix {mode}"),
+            Command::new(deps.join("venv/bin/python"))
+                .arg(script("python_client.py"))
+                .args(["unix", socket, mode])
+                .env_remove("PI_MCP_TOKEN"),
+        );
+        assert!(out.contains("ok python unix"), "{out}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&folder);
 }
 
 fn node_client(deps: &Path, sdk: &str, transport: &str) -> Command {

@@ -1,13 +1,18 @@
 """The MCP Python SDK's client (`from mcp import Client`, PyPI `mcp` 2.3.0) against pi-mcp's
-fixture server. Usage: python_client.py (stdio SERVER_EXE | http URL) (auto | legacy)
+fixture server. Usage: python_client.py (stdio SERVER_EXE | http URL | unix SOCKET) (auto | legacy)
 
 `auto` probes `server/discover` and speaks 2026-07-28; `legacy` uses the 2025-11-25 handshake.
+Over HTTP the client sends `Authorization: Bearer $PI_MCP_TOKEN` through its HTTP client (an
+`httpx2.AsyncClient`, as the SDK documents), after checking that the server refuses it without.
 """
 
 import asyncio
+import os
 import sys
 
+import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 EXPECTED_TOOLS = [
@@ -30,7 +35,35 @@ async def cancelled_count(client):
 
 
 async def main(transport, target, mode):
-    server = StdioServerParameters(command=target, args=["stdio"]) if transport == "stdio" else target
+    if transport == "stdio":
+        await run(StdioServerParameters(command=target, args=["stdio"]), transport, mode)
+        return
+    token = os.environ.get("PI_MCP_TOKEN")
+    if token:
+        try:
+            async with Client(target if transport == "http" else unix_transport(target, None), mode=mode):
+                pass
+        except Exception as err:  # the SDK's own error for an HTTP 401
+            print(f"refused without the token: {type(err).__name__}")
+        else:
+            raise AssertionError("the server took a client without the token")
+    async with http_client(transport, target, token) as http:
+        url = "http://localhost/mcp" if transport == "unix" else target
+        await run(streamable_http_client(url, http_client=http), transport, mode)
+
+
+def http_client(transport, target, token):
+    """The SDK's HTTP client settings (30 s, 300 s for reads), with the token and the socket."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    socket = {"transport": httpx2.AsyncHTTPTransport(uds=target)} if transport == "unix" else {}
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300), **socket)
+
+
+def unix_transport(socket, token):
+    return streamable_http_client("http://localhost/mcp", http_client=http_client("unix", socket, token))
+
+
+async def run(server, transport, mode):
     async with Client(server, mode=mode) as client:
         expected_version = "2025-11-25" if mode == "legacy" else "2026-07-28"
         check(client.protocol_version == expected_version, f"protocol {client.protocol_version}")

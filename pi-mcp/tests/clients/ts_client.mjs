@@ -1,7 +1,9 @@
 // The TypeScript SDK's client, 1.x (`@modelcontextprotocol/sdk`) or 2.x
 // (`@modelcontextprotocol/client`), against pi-mcp's fixture server.
 // Usage: node ts_client.mjs (v1 | v2) (stdio SERVER_EXE | http URL) (auto | legacy)
-// PI_TEST_DEPS names the folder `.ci/install-test-deps` installed the packages into.
+// PI_TEST_DEPS names the folder `.ci/install-test-deps` installed the packages into. Over HTTP
+// the client sends `Authorization: Bearer $PI_MCP_TOKEN` (the transport's `requestInit`), after
+// checking that the server refuses it without.
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -30,10 +32,18 @@ const textOf = (result) => result.content.filter((b) => b.type === "text").map((
 const json = (value) => JSON.stringify(value);
 
 const options = sdk === "v2" && mode === "auto" ? { versionNegotiation: { mode: "auto" } } : {};
+const token = process.env.PI_MCP_TOKEN;
+if (transportKind === "http" && token) {
+  const refused = await new Client({ name: "no-token", version: "1.0.0" }, options)
+    .connect(new StreamableHTTPClientTransport(new URL(target)))
+    .then(() => false, (err) => { console.log(`refused without the token: ${err.message}`); return true; });
+  check(refused, "the server took a client without the token");
+}
 const client = new Client({ name: `pi-mcp-interop-ts-${sdk}`, version: "1.0.0" }, options);
+const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
 const transport = transportKind === "stdio"
   ? new StdioClientTransport({ command: target, args: ["stdio"] })
-  : new StreamableHTTPClientTransport(new URL(target));
+  : new StreamableHTTPClientTransport(new URL(target), { requestInit });
 await client.connect(transport);
 
 const listed = (await client.listTools()).tools;

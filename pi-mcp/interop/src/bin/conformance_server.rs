@@ -4,7 +4,9 @@
 //! (prompts, resources, completion) are listed in `conformance/expected-failures.yaml`.
 //!
 //! Binds 127.0.0.1 on a free port (or the port given as the first argument), prints
-//! `listening http://127.0.0.1:PORT/mcp` and serves streamable HTTP.
+//! `listening http://127.0.0.1:PORT/mcp` and serves streamable HTTP, without authentication:
+//! the suite's server mode sends no credentials. Loopback only (`without_auth` refuses any
+//! other address), and its tools touch nothing.
 
 use std::time::Duration;
 
@@ -50,7 +52,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(port) => port.parse()?,
         None => 0,
     };
-    let server = McpServer::new(ToolRegistry::discover()?).with_name("pi-mcp-conformance-server");
+    let server = McpServer::new(ToolRegistry::discover()?)
+        .with_name("pi-mcp-conformance-server")
+        .without_auth();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening http://{}/mcp", listener.local_addr()?);
     server.serve_http_on(listener).await?;

@@ -1,7 +1,11 @@
 //! The server the official clients test against: one `#[tool]` per behaviour they check.
 //!
 //! `pi-mcp-fixture-server stdio` serves stdin/stdout; `pi-mcp-fixture-server http` binds
-//! 127.0.0.1 on a free port, prints `listening http://127.0.0.1:PORT/mcp` and serves.
+//! 127.0.0.1 on a free port, prints `listening http://127.0.0.1:PORT/mcp` and serves. Over HTTP
+//! every request needs `Authorization: Bearer $PI_MCP_TOKEN` when that variable is set (as the
+//! official clients' tests do); without it the server takes anyone (loopback only, for the
+//! benchmark). `pi-mcp-fixture-server unix PATH` serves on a Unix socket (mode 0600) at PATH and
+//! prints `listening unix:PATH`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -124,11 +128,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
         Some("stdio") => server.serve_stdio().await?,
         Some("http") => {
+            let server = match std::env::var("PI_MCP_TOKEN") {
+                Ok(token) => server.with_bearer_token(token),
+                Err(_) => server.without_auth(),
+            };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             println!("listening http://{}/mcp", listener.local_addr()?);
             server.serve_http_on(listener).await?;
         }
-        _ => return Err("usage: pi-mcp-fixture-server stdio|http".into()),
+        Some("unix") => {
+            let path = std::env::args()
+                .nth(2)
+                .ok_or("usage: pi-mcp-fixture-server unix PATH")?;
+            let serving = server.serve_unix(&path);
+            tokio::pin!(serving);
+            // The socket is bound on the first poll; say so only once it is there.
+            tokio::select! {
+                biased;
+                served = &mut serving => served?,
+                () = std::future::ready(()) => println!("listening unix:{path}"),
+            }
+            serving.await?;
+        }
+        _ => return Err("usage: pi-mcp-fixture-server stdio|http|unix PATH".into()),
     }
     Ok(())
 }

@@ -8,6 +8,10 @@ pub use client::{
     McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolList,
 };
 pub use server::{
-    DEFAULT_MAX_REQUEST_BODY_BYTES, McpServer, ServeError, TokenError, TokenVerifier,
-    VerifiedToken, generate_token,
+    AuthConfigError, DEFAULT_MAX_REQUEST_BODY_BYTES, McpServer, ProtectedResource, ServeError,
+    TokenError, TokenVerifier, VerifiedToken, generate_token,
+};
+#[cfg(feature = "jwt")]
+pub use server::{
+    DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFRESH_INTERVAL, JwtVerifier, JwtVerifierBuilder,
 };

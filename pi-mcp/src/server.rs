@@ -5,6 +5,9 @@ mod call;
 mod catalog;
 mod gate;
 mod handler;
+#[cfg(feature = "jwt")]
+mod jwt;
+mod resource;
 #[cfg(unix)]
 mod unix;
 
@@ -26,6 +29,11 @@ pub use self::auth::{TokenError, TokenVerifier, VerifiedToken, generate_token};
 use self::catalog::Catalog;
 use self::gate::Gate;
 use self::handler::RegistryHandler;
+#[cfg(feature = "jwt")]
+pub use self::jwt::{
+    DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFRESH_INTERVAL, JwtVerifier, JwtVerifierBuilder,
+};
+pub use self::resource::{AuthConfigError, ProtectedResource};
 
 /// The largest request body the HTTP transport reads, unless
 /// [`McpServer::with_max_request_body_bytes`] says otherwise: 4 MiB. A request is one JSON-RPC
@@ -42,6 +50,12 @@ pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// through the same pipeline as the agent loop: `prepare_arguments`, normalization, validation,
 /// execution, with the same error texts. Both protocol revisions clients speak today,
 /// 2025-11-25 and 2026-07-28, are served.
+///
+/// Over HTTP nobody is let in until you say who may call
+/// ([`with_bearer_token`](Self::with_bearer_token), [`with_token_verifier`](Self::with_token_verifier),
+/// [`with_oauth`](Self::with_oauth), or [`without_auth`](Self::without_auth) on loopback);
+/// `Origin` and `Host` are checked, and only loopback addresses are served unless
+/// [`allow_remote`](Self::allow_remote) says otherwise.
 #[derive(Clone)]
 pub struct McpServer {
     registry: ToolRegistry,
@@ -49,6 +63,8 @@ pub struct McpServer {
     version: String,
     instructions: Option<String>,
     auth: Auth,
+    /// Set by `with_oauth`: the metadata served and named in challenges.
+    resource: Option<Arc<ProtectedResource>>,
     hosts: Hosts,
     allowed_origins: Vec<String>,
     remote: bool,
@@ -80,6 +96,7 @@ impl fmt::Debug for McpServer {
         let auth = match &self.auth {
             Auth::Unchosen => "not chosen",
             Auth::Disabled => "none (without_auth)",
+            Auth::Token(_) if self.resource.is_some() => "OAuth access token",
             Auth::Token(_) => "bearer token",
         };
         f.debug_struct("McpServer")
@@ -87,6 +104,10 @@ impl fmt::Debug for McpServer {
             .field("name", &self.name)
             .field("version", &self.version)
             .field("auth", &auth)
+            .field(
+                "resource",
+                &self.resource.as_deref().map(ProtectedResource::resource),
+            )
             .field("hosts", &self.hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("remote", &self.remote)
@@ -145,6 +166,7 @@ impl McpServer {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             auth: Auth::Unchosen,
+            resource: None,
             hosts: Hosts::Loopback,
             allowed_origins: Vec::new(),
             remote: false,
@@ -179,6 +201,7 @@ impl McpServer {
     #[must_use]
     pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
         self.auth = Auth::Token(Arc::new(StaticToken::new(token.into())));
+        self.resource = None;
         self
     }
 
@@ -187,6 +210,20 @@ impl McpServer {
     #[must_use]
     pub fn with_token_verifier(mut self, verifier: impl TokenVerifier) -> Self {
         self.auth = Auth::Token(Arc::new(verifier));
+        self.resource = None;
+        self
+    }
+
+    /// An OAuth 2.1 resource server: every HTTP request carries an access token that
+    /// `verifier` accepts (a [`JwtVerifier`] for JWTs from the authorization server) with the
+    /// scopes `resource` requires. `resource`'s RFC 9728 metadata is served at
+    /// `/.well-known/oauth-protected-resource[/path]`, and every 401 names it
+    /// (`WWW-Authenticate: Bearer resource_metadata="..."`), so MCP clients find where to sign
+    /// in; a token without a required scope gets 403 `insufficient_scope`.
+    #[must_use]
+    pub fn with_oauth(mut self, resource: ProtectedResource, verifier: impl TokenVerifier) -> Self {
+        self.auth = Auth::Token(Arc::new(verifier));
+        self.resource = Some(Arc::new(resource));
         self
     }
 
@@ -197,6 +234,7 @@ impl McpServer {
     #[must_use]
     pub fn without_auth(mut self) -> Self {
         self.auth = Auth::Disabled;
+        self.resource = None;
         self
     }
 
@@ -352,7 +390,8 @@ impl McpServer {
     }
 
     /// An axum router serving streamable HTTP at `path` (e.g. `"/tools/mcp"`), with this
-    /// server's authentication, `Host` and `Origin` checks and body limit. Without an
+    /// server's authentication, `Host` and `Origin` checks and body limit (and, with
+    /// [`with_oauth`](Self::with_oauth), the metadata document's routes). Without an
     /// authentication choice it answers every request 500 (and runs nothing). Which address
     /// it is served on is up to you: mind [`without_auth`](Self::without_auth)'s warning.
     pub fn router_at(&self, path: &str) -> axum::Router {
@@ -371,13 +410,24 @@ impl McpServer {
             Auth::Disabled => Gate::Open,
             Auth::Token(verifier) => Gate::Verified {
                 verifier: verifier.clone(),
-                resource_metadata: None,
-                required_scopes: Vec::new(),
+                resource_metadata: self
+                    .resource
+                    .as_ref()
+                    .map(|resource| resource.metadata_url().to_owned()),
+                required_scopes: self
+                    .resource
+                    .as_ref()
+                    .map(|resource| resource.required_scopes().to_vec())
+                    .unwrap_or_default(),
             },
         });
-        axum::Router::new()
+        let mcp = axum::Router::new()
             .nest_service(path, service)
-            .route_layer(axum::middleware::from_fn_with_state(gate, gate::guard))
+            .route_layer(axum::middleware::from_fn_with_state(gate, gate::guard));
+        match &self.resource {
+            Some(resource) => mcp.merge(resource.routes()),
+            None => mcp,
+        }
     }
 
     /// rmcp's transport settings: `Host` and `Origin` checks on (a present `Origin` must be

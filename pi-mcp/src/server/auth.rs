@@ -12,8 +12,9 @@ use subtle::ConstantTimeEq;
 ///
 /// The server calls [`verify`](Self::verify) with the token of the request's
 /// `Authorization: Bearer <token>` header (never with anything else, and never for a request
-/// without one: that is answered 401 before). Implement it to check tokens your own way (an
-/// API-key table, token introspection):
+/// without one: that is answered 401 before). [`JwtVerifier`](crate::JwtVerifier) (cargo
+/// feature `jwt`) is the built-in one for OAuth 2.1 access tokens; implement this trait to
+/// check tokens your own way (an API-key table, token introspection):
 ///
 /// ```
 /// use pi_mcp::{TokenError, TokenVerifier, VerifiedToken};
@@ -42,8 +43,9 @@ pub trait TokenVerifier: Send + Sync + 'static {
 
 /// What a [`TokenVerifier`] learned from an accepted token.
 ///
-/// The server puts it in the request's extensions (for an axum layer or rmcp handler of
-/// yours). The token itself goes no further:
+/// The server checks [`scopes`](Self::scopes) against the scopes a
+/// [`ProtectedResource`](crate::ProtectedResource) requires and puts the value in the request's
+/// extensions (for an axum layer or rmcp handler of yours). The token itself goes no further:
 /// the `Authorization` header is removed before the MCP transport sees the request.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]

@@ -4,11 +4,16 @@ mod builder;
 mod config;
 mod connection;
 mod content;
+mod elicitation;
 mod error;
+mod expand;
 mod handler;
+mod interaction;
 mod naming;
+mod oauth;
 mod tool;
 mod tool_list;
+mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +22,16 @@ use pi_tool::{AgentTool, ToolRegistry};
 use tokio::sync::watch;
 
 pub use builder::McpClientBuilder;
-pub use config::{McpConfig, McpConfigError, McpServerConfig};
+pub use config::{McpConfig, McpConfigError, McpOAuthSettings, McpServerConfig};
+pub use elicitation::{
+    ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
+};
 pub use error::McpClientError;
+pub use oauth::{
+    AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer, CredentialStore,
+    CredentialStoreError, DEFAULT_SIGN_IN_TIMEOUT, FileCredentialStore, InMemoryCredentialStore,
+    LoopbackAuthorizer, OAuthConfig, OAuthCredentials,
+};
 pub use tool::McpTool;
 
 use builder::{StdioRecipe, Target};

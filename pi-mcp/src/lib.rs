@@ -4,8 +4,12 @@ mod client;
 mod server;
 
 pub use client::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientBuilder, McpClientError,
-    McpConfig, McpConfigError, McpServerConfig, McpTool, McpToolList,
+    AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer, CredentialStore,
+    CredentialStoreError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SIGN_IN_TIMEOUT,
+    ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
+    FileCredentialStore, InMemoryCredentialStore, LoopbackAuthorizer, McpClient, McpClientBuilder,
+    McpClientError, McpConfig, McpConfigError, McpOAuthSettings, McpServerConfig, McpTool,
+    McpToolList, OAuthConfig, OAuthCredentials,
 };
 pub use server::{
     AuthConfigError, DEFAULT_MAX_REQUEST_BODY_BYTES, McpServer, ProtectedResource, ServeError,

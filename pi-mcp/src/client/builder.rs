@@ -6,16 +6,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, Implementation, ProtocolVersion, SubscriptionFilter};
+use rmcp::model::{
+    ClientConfig, ElicitationCapability, FormElicitationCapability, Implementation,
+    ProtocolVersion, SubscriptionFilter, UrlElicitationCapability,
+};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::sync::{mpsc, watch};
 
 use super::connection::Connection;
+use super::elicitation::{Elicitation, ElicitationHandler};
 use super::handler::PiClientHandler;
+use super::interaction::UserWaits;
+use super::oauth::OAuthConfig;
+use super::oauth::session::OAuthSession;
 use super::tool_list::{forward_list_changes, list_tools, refresh_on_change};
-use super::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientError};
+use super::transport::{Failure, HttpClient, HttpState, http_client};
+use super::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpClient, McpClientError, McpOAuthSettings,
+};
 
 pub(crate) enum Target {
     /// A command to start (again, when the first handshake fails).
@@ -78,6 +88,16 @@ pub struct McpClientBuilder {
     client_name: String,
     client_version: String,
     discard_stderr: bool,
+    oauth: Option<OAuthConfig>,
+    /// A configuration file's `oauth` entry, filling in what `oauth` leaves unset.
+    oauth_settings: Option<McpOAuthSettings>,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// How messages name the server when the real command line or URL came from expanding
+    /// `${VAR}`s (and may hold a secret): the configuration's text.
+    shown_as: Option<String>,
+    /// A configuration problem found before connecting (an unset `${VAR}`), reported by
+    /// `connect`.
+    problem: Option<McpClientError>,
 }
 
 impl std::fmt::Debug for McpClientBuilder {
@@ -102,7 +122,33 @@ impl McpClientBuilder {
             client_name: "pi-mcp".to_owned(),
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
             discard_stderr: false,
+            oauth: None,
+            oauth_settings: None,
+            elicitation: None,
+            shown_as: None,
+            problem: None,
         }
+    }
+
+    /// A builder that fails on `connect` with `problem` (a configuration entry that could not be
+    /// expanded), naming the server as `shown_as`.
+    pub(crate) fn failed(target: Target, shown_as: String, problem: McpClientError) -> Self {
+        let mut builder = McpClientBuilder::new(target);
+        builder.shown_as = Some(shown_as);
+        builder.problem = Some(problem);
+        builder
+    }
+
+    /// Names the server as `text` in messages (the configuration's unexpanded text).
+    pub(crate) fn shown_as(mut self, text: String) -> Self {
+        self.shown_as = Some(text);
+        self
+    }
+
+    /// A configuration file's `oauth` entry.
+    pub(crate) fn oauth_settings(mut self, settings: Option<McpOAuthSettings>) -> Self {
+        self.oauth_settings = settings;
+        self
     }
 
     /// Names every tool `{prefix}__{tool}`, so two servers' `search` tools stay apart.
@@ -141,6 +187,31 @@ impl McpClientBuilder {
         self
     }
 
+    /// Signs in to an OAuth-protected HTTP server when it answers 401 (see [`OAuthConfig`]).
+    /// Without this, a 401 ends `connect` with [`McpClientError::AuthorizationRequired`], which
+    /// carries the server's challenge. A configuration file's `oauth` entry (client id, secret,
+    /// scopes) fills in what `config` leaves unset.
+    #[must_use]
+    pub fn oauth(mut self, config: OAuthConfig) -> Self {
+        self.oauth = Some(config);
+        self
+    }
+
+    /// Answers the server's requests for user input during tool calls (elicitation, as a request
+    /// or inside a 2026-07-28 `input_required` result). Without a handler they are declined.
+    #[must_use]
+    pub fn elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Like [`elicitation`](Self::elicitation), for a handler shared with other clients.
+    #[must_use]
+    pub fn shared_elicitation(mut self, handler: Arc<dyn ElicitationHandler>) -> Self {
+        self.elicitation = Some(handler);
+        self
+    }
+
     /// Sends a stdio server's stderr nowhere (by default it goes to ours).
     #[must_use]
     pub fn discard_stderr(mut self) -> Self {
@@ -164,14 +235,28 @@ impl McpClientBuilder {
     /// after 10 s on the same connection, which breaks with servers slower to start than that:
     /// the late answer to `server/discover` then ends the handshake.)
     pub async fn connect(self) -> Result<McpClient, McpClientError> {
+        if let Some(problem) = self.problem {
+            return Err(problem);
+        }
         let (list_changed_tx, list_changed_rx) = mpsc::channel(1);
         let mut config = ClientConfig::default();
         config.client_info = Implementation::new(&self.client_name, &self.client_version);
         config.protocol_version = ProtocolVersion::V_2025_11_25;
-        let server = self.target.describe();
+        if self.elicitation.is_some() {
+            config.capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
+        let server = self
+            .shown_as
+            .clone()
+            .unwrap_or_else(|| self.target.describe());
+        let waits = Arc::new(UserWaits::default());
         let transports = match self.target {
             Target::Stdio(recipe) => {
-                if !self.headers.is_empty() || self.bearer_token.is_some() {
+                if !self.headers.is_empty() || self.bearer_token.is_some() || self.oauth.is_some() {
                     return Err(McpClientError::HeadersOnStdio { command: server });
                 }
                 Transports::Stdio {
@@ -180,9 +265,10 @@ impl McpClientBuilder {
                 }
             }
             Target::Http(url) => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+                let mut transport_config =
+                    StreamableHttpClientTransportConfig::with_uri(url.clone());
                 if let Some(token) = self.bearer_token {
-                    config = config.auth_header(token);
+                    transport_config = transport_config.auth_header(token);
                 }
                 let mut headers = std::collections::HashMap::new();
                 for (name, value) in self.headers {
@@ -192,47 +278,87 @@ impl McpClientBuilder {
                             reason: err.to_string(),
                         }
                     })?;
+                    // The value is not repeated in the message: it may be a secret.
                     let header_value =
-                        http::HeaderValue::try_from(value.as_str()).map_err(|err| {
+                        http::HeaderValue::try_from(value.as_str()).map_err(|_| {
                             McpClientError::InvalidHeader {
                                 name: name.clone(),
-                                reason: err.to_string(),
+                                reason: "the value holds characters HTTP does not allow in a header (a line break, a control character)".to_owned(),
                             }
                         })?;
                     headers.insert(header_name, header_value);
                 }
-                let client = http_client().map_err(|reason| McpClientError::Connect {
+                let connect_failed = |reason| McpClientError::Connect {
                     server: server.clone(),
                     reason,
-                })?;
+                };
+                let plain = http_client().map_err(connect_failed)?;
+                let client = match self.oauth {
+                    None => HttpClient::plain(plain),
+                    Some(oauth) => {
+                        let oauth = match &self.oauth_settings {
+                            Some(settings) => oauth.fill_in(settings),
+                            None => oauth,
+                        };
+                        let (session, auth_client) = OAuthSession::start(
+                            oauth,
+                            &url,
+                            self.client_name.clone(),
+                            plain,
+                            Arc::clone(&waits),
+                        )
+                        .await
+                        .map_err(connect_failed)?;
+                        HttpClient::oauth(auth_client, session)
+                    }
+                };
                 Transports::Http {
                     client,
-                    config: config.custom_headers(headers),
+                    config: transport_config.custom_headers(headers),
                 }
             }
+        };
+        let elicitation = Elicitation {
+            handler: self.elicitation.clone(),
+            server: match &self.prefix {
+                Some(prefix) => format!("MCP server \"{prefix}\""),
+                None => format!("MCP server {server}"),
+            },
+            waits: Arc::clone(&waits),
         };
         let discover = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
-        let handler = PiClientHandler::new(config.clone(), list_changed_tx.clone());
+        let handler =
+            PiClientHandler::new(config.clone(), list_changed_tx.clone(), elicitation.clone());
         let (service, process_id) = match transports
-            .handshake(handler, discover, &server, self.connect_timeout)
+            .handshake(handler, discover, &server, self.connect_timeout, &waits)
             .await?
         {
             Ok(connected) => connected,
             Err(discover_failure) => {
-                let handler = PiClientHandler::new(config, list_changed_tx.clone());
+                // A refusal is not a sign of an older server: trying `initialize` would only be
+                // refused again (or send the user to sign in twice).
+                if let Some(refused) = transports.refusal(&server) {
+                    return Err(refused);
+                }
+                let handler =
+                    PiClientHandler::new(config, list_changed_tx.clone(), elicitation.clone());
                 match transports
                     .handshake(
                         handler,
                         ClientLifecycleMode::Initialize,
                         &server,
                         self.connect_timeout,
+                        &waits,
                     )
                     .await?
                 {
                     Ok(connected) => connected,
                     Err(initialize_failure) => {
+                        if let Some(refused) = transports.refusal(&server) {
+                            return Err(refused);
+                        }
                         return Err(McpClientError::Connect {
                             server,
                             reason: format!(
@@ -260,7 +386,14 @@ impl McpClientBuilder {
                     .and_then(|tools| tools.list_changed)
                     == Some(true)
         });
-        let connection = Arc::new(Connection::new(service, label, self.call_timeout));
+        let connection = Arc::new(Connection::new(
+            service,
+            label,
+            self.call_timeout,
+            waits,
+            elicitation,
+            transports.http_state(),
+        ));
         let listed = tokio::time::timeout(
             self.connect_timeout,
             list_tools(&connection, self.prefix.as_deref()),
@@ -317,29 +450,6 @@ impl Target {
     }
 }
 
-/// reqwest with rustls on the aws-lc-rs provider, passed explicitly (the workspace installs no
-/// process-wide default), and no redirects (they could carry our headers to another host).
-/// Idle connections are not pooled, as in rmcp's own client (a reused connection whose last
-/// response was not fully read stalls on delayed ACKs).
-fn http_client() -> Result<reqwest::Client, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
-        .map_err(|err| format!("could not load the system's TLS certificate roots: {err}"))?;
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| format!("could not configure TLS: {err}"))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .pool_max_idle_per_host(0)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|err| format!("could not build the HTTP client: {err}"))
-}
-
 /// Makes a fresh transport for each handshake attempt.
 enum Transports {
     Stdio {
@@ -347,7 +457,7 @@ enum Transports {
         discard_stderr: bool,
     },
     Http {
-        client: reqwest::Client,
+        client: HttpClient,
         config: StreamableHttpClientTransportConfig,
     },
 }
@@ -364,6 +474,7 @@ impl Transports {
         lifecycle: ClientLifecycleMode,
         server: &str,
         connect_timeout: Duration,
+        waits: &UserWaits,
     ) -> Result<Result<Connected, String>, McpClientError> {
         match self {
             Transports::Stdio {
@@ -380,39 +491,83 @@ impl Transports {
                         source,
                     })?;
                 let process_id = transport.id();
-                Ok(serve(handler, transport, lifecycle, connect_timeout)
+                Ok(serve(handler, transport, lifecycle, connect_timeout, waits)
                     .await
                     .map(|service| (service, process_id)))
             }
             Transports::Http { client, config } => {
                 let transport =
                     StreamableHttpClientTransport::with_client(client.clone(), config.clone());
-                Ok(serve(handler, transport, lifecycle, connect_timeout)
+                Ok(serve(handler, transport, lifecycle, connect_timeout, waits)
                     .await
+                    .map_err(|reason| match client.state().last_failure() {
+                        // What the HTTP client saw says more than rmcp's summary of it.
+                        Some(Failure::Transport { reason }) => reason,
+                        _ => reason,
+                    })
                     .map(|service| (service, None)))
             }
         }
     }
+
+    /// The error for a server that refused the client (401, 403, a failed sign-in), if that is
+    /// why the last request failed.
+    fn refusal(&self, server: &str) -> Option<McpClientError> {
+        let Transports::Http { client, .. } = self else {
+            return None;
+        };
+        let server = server.to_owned();
+        match client.state().last_failure()? {
+            Failure::Unauthorized { challenge } => {
+                Some(McpClientError::AuthorizationRequired { server, challenge })
+            }
+            Failure::InsufficientScope { challenge } => {
+                Some(McpClientError::Forbidden { server, challenge })
+            }
+            Failure::SignIn { reason, challenge } => Some(McpClientError::SignIn {
+                server,
+                reason,
+                challenge,
+            }),
+            Failure::Transport { .. } => None,
+        }
+    }
+
+    fn http_state(&self) -> Option<Arc<HttpState>> {
+        match self {
+            Transports::Http { client, .. } => Some(Arc::clone(client.state())),
+            Transports::Stdio { .. } => None,
+        }
+    }
 }
 
+/// The handshake, bounded by the connect timeout; time spent waiting for the user to sign in
+/// does not count.
 async fn serve<T, E, A>(
     handler: PiClientHandler,
     transport: T,
     lifecycle: ClientLifecycleMode,
     connect_timeout: Duration,
+    waits: &UserWaits,
 ) -> Result<RunningService<RoleClient, PiClientHandler>, String>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    match tokio::time::timeout(
-        connect_timeout,
-        handler.serve_with_lifecycle(transport, lifecycle),
-    )
-    .await
-    {
-        Ok(Ok(service)) => Ok(service),
-        Ok(Err(err)) => Err(err.to_string()),
-        Err(_) => Err(format!("no answer within {} s", connect_timeout.as_secs())),
+    let handshake = handler.serve_with_lifecycle(transport, lifecycle);
+    tokio::pin!(handshake);
+    let mut due = tokio::time::Instant::now() + connect_timeout;
+    loop {
+        tokio::select! {
+            served = &mut handshake => return served.map_err(|err| err.to_string()),
+            () = tokio::time::sleep_until(due) => {}
+        }
+        tokio::select! {
+            served = &mut handshake => return served.map_err(|err| err.to_string()),
+            later = waits.extended(due, connect_timeout) => match later {
+                Some(later) => due = later,
+                None => return Err(format!("no answer within {} s", connect_timeout.as_secs())),
+            },
+        }
     }
 }

@@ -6,11 +6,48 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use super::McpClientBuilder;
+use super::builder::Target;
+use super::expand::{ExpandError, expand, process_env};
+use super::{McpClientBuilder, McpClientError};
 use crate::McpClient;
 
+/// A server entry's `oauth` settings: what its authorization server knows this client as.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpOAuthSettings {
+    /// `clientId`: a client id registered beforehand (no dynamic registration then).
+    pub client_id: Option<String>,
+    /// `clientSecret`: its secret, for a confidential client (best given as `${VAR}`).
+    pub client_secret: Option<String>,
+    /// `clientMetadataUrl`: the HTTPS URL of this client's metadata document, used as its client
+    /// id where the authorization server accepts that.
+    pub client_metadata_url: Option<String>,
+    /// `scopes`: the scopes to ask for (a list, or one space-separated string).
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for McpOAuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOAuthSettings")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
+}
+
 /// How to reach one MCP server.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Values are kept as the file wrote them: `${VAR}` and `${VAR:-default}` (and VS Code's
+/// `${env:VAR}`) in the command, arguments, environment, working directory, URL, header values
+/// and `oauth` settings are expanded from the environment by [`builder`](Self::builder), when
+/// connecting, so that what a secret expands to appears in no message. `Debug` shows header
+/// and environment names, not their values.
+#[derive(Clone, PartialEq, Eq)]
 pub enum McpServerConfig {
     /// A child process speaking MCP on stdin/stdout.
     Stdio {
@@ -29,7 +66,38 @@ pub enum McpServerConfig {
         url: String,
         /// Headers sent with every request (`Authorization`, API keys).
         headers: BTreeMap<String, String>,
+        /// How to sign in when the server asks (OAuth), beyond what the application configures.
+        oauth: Option<McpOAuthSettings>,
     },
+}
+
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpServerConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            McpServerConfig::Http {
+                url,
+                headers,
+                oauth,
+            } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("oauth", oauth)
+                .finish(),
+        }
+    }
 }
 
 /// A configuration file was not in a format we read.
@@ -128,6 +196,7 @@ impl McpServerConfig {
                 McpServerConfig::Http {
                     url: command.to_owned(),
                     headers: BTreeMap::new(),
+                    oauth: None,
                 },
             ));
         }
@@ -153,8 +222,49 @@ impl McpServerConfig {
         ))
     }
 
-    /// A client builder for this server (add a prefix, timeouts, then `connect`).
+    /// A client builder for this server (add a prefix, timeouts, then `connect`), with
+    /// `${VAR}`s expanded from the process environment. A variable that is not set (and has no
+    /// `:-default`) makes `connect` fail with an error naming it and the server.
     pub fn builder(&self) -> McpClientBuilder {
+        self.builder_with_env(process_env)
+    }
+
+    /// Like [`builder`](Self::builder), with `${VAR}`s expanded by `lookup` instead of from the
+    /// process environment (a secrets manager, a test).
+    pub fn builder_with_env(&self, lookup: impl Fn(&str) -> Option<String>) -> McpClientBuilder {
+        let shown = self.describe();
+        match self.expanded(&lookup) {
+            Ok(builder) => builder.shown_as(shown),
+            Err((field, problem)) => McpClientBuilder::failed(
+                Target::Http(shown.clone()),
+                shown.clone(),
+                McpClientError::Config {
+                    server: shown,
+                    reason: format!("{field}: {problem}"),
+                },
+            ),
+        }
+    }
+
+    /// The command line or URL as the configuration wrote it (placeholders unexpanded).
+    pub fn describe(&self) -> String {
+        match self {
+            McpServerConfig::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpServerConfig::Http { url, .. } => url.clone(),
+        }
+    }
+
+    /// The builder with every value expanded; `Err` names the field that could not be.
+    fn expanded(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpClientBuilder, (String, ExpandError)> {
+        let one = |field: &str, text: &str| {
+            expand(text, lookup).map_err(|problem| (field.to_owned(), problem))
+        };
         match self {
             McpServerConfig::Stdio {
                 command,
@@ -162,18 +272,58 @@ impl McpServerConfig {
                 env,
                 cwd,
             } => {
-                let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env);
-                if let Some(cwd) = cwd {
-                    process.current_dir(cwd);
+                let mut process = tokio::process::Command::new(one("command", command)?);
+                for arg in args {
+                    process.arg(one("args", arg)?);
                 }
-                McpClient::stdio(process)
+                for (name, value) in env {
+                    process.env(name, one(&format!("env.{name}"), value)?);
+                }
+                if let Some(cwd) = cwd {
+                    process.current_dir(one("cwd", &cwd.to_string_lossy())?);
+                }
+                Ok(McpClient::stdio(process))
             }
-            McpServerConfig::Http { url, headers } => headers
-                .iter()
-                .fold(McpClient::http(url), |builder, (name, value)| {
-                    builder.header(name, value)
-                }),
+            McpServerConfig::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                let mut builder = McpClient::http(one("url", url)?);
+                for (name, value) in headers {
+                    builder = builder.header(name, one(&format!("headers.{name}"), value)?);
+                }
+                let oauth = match oauth {
+                    None => None,
+                    Some(settings) => {
+                        let optional = |field: &str, value: &Option<String>| {
+                            value.as_deref().map(|value| one(field, value)).transpose()
+                        };
+                        Some(McpOAuthSettings {
+                            client_id: optional("oauth.clientId", &settings.client_id)?,
+                            client_secret: optional("oauth.clientSecret", &settings.client_secret)?,
+                            client_metadata_url: optional(
+                                "oauth.clientMetadataUrl",
+                                &settings.client_metadata_url,
+                            )?,
+                            scopes: settings
+                                .scopes
+                                .iter()
+                                .map(|scope| one("oauth.scopes", scope))
+                                .collect::<Result<_, _>>()?,
+                        })
+                    }
+                };
+                Ok(builder.oauth_settings(oauth))
+            }
+        }
+    }
+
+    /// The entry's `oauth` settings (HTTP servers), unexpanded.
+    pub fn oauth_settings(&self) -> Option<&McpOAuthSettings> {
+        match self {
+            McpServerConfig::Http { oauth, .. } => oauth.as_ref(),
+            McpServerConfig::Stdio { .. } => None,
         }
     }
 }
@@ -248,7 +398,49 @@ fn http_entry(entry: &Map<String, Value>) -> Result<McpServerConfig, String> {
     Ok(McpServerConfig::Http {
         url,
         headers: string_map(entry, "headers")?,
+        oauth: oauth_entry(entry)?,
     })
+}
+
+/// `oauth`: `{"clientId", "clientSecret", "clientMetadataUrl", "scopes"}` (other keys, such as
+/// Claude Code's `callbackPort`, are ignored).
+fn oauth_entry(entry: &Map<String, Value>) -> Result<Option<McpOAuthSettings>, String> {
+    let oauth = match entry.get("oauth") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(oauth)) => oauth,
+        Some(other) => return Err(format!("\"oauth\" must be an object, got {other}")),
+    };
+    let text = |key: &str| match oauth.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(other) => Err(format!("\"oauth.{key}\" must be a string, got {other}")),
+    };
+    let scopes = match oauth.get("scopes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(scopes)) => scopes.split_whitespace().map(str::to_owned).collect(),
+        Some(Value::Array(scopes)) => scopes
+            .iter()
+            .map(|scope| match scope {
+                Value::String(scope) => Ok(scope.clone()),
+                other => Err(format!("\"oauth.scopes\" must hold strings, got {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(format!(
+                "\"oauth.scopes\" must be a list of strings, got {other}"
+            ));
+        }
+    };
+    let settings = McpOAuthSettings {
+        client_id: text("clientId")?,
+        client_secret: text("clientSecret")?,
+        client_metadata_url: text("clientMetadataUrl")?,
+        scopes,
+    };
+    if settings.client_secret.is_some() && settings.client_id.is_none() {
+        return Err("\"oauth.clientSecret\" needs \"oauth.clientId\"".to_owned());
+    }
+    Ok(Some(settings))
 }
 
 /// `env` / `headers`: an object of strings.
@@ -299,6 +491,7 @@ mod tests {
             McpServerConfig::Http {
                 url: "https://example.com/mcp".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer x".into())]),
+                oauth: None,
             }
         );
     }

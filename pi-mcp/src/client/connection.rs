@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use rmcp::service::{Peer, RoleClient, RunningService};
 
+use super::elicitation::Elicitation;
 use super::handler::{PiClientHandler, ProgressRoutes};
+use super::interaction::UserWaits;
+use super::transport::{Failure, HttpState};
 
 /// Owns rmcp's running service: when the last tool and the client are gone, it is dropped and
 /// the session ends (a stdio server is killed).
@@ -13,6 +16,9 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, PiClientHandler>,
     label: String,
     call_timeout: Duration,
+    waits: Arc<UserWaits>,
+    elicitation: Elicitation,
+    http: Option<Arc<HttpState>>,
 }
 
 impl Connection {
@@ -20,12 +26,33 @@ impl Connection {
         service: RunningService<RoleClient, PiClientHandler>,
         label: String,
         call_timeout: Duration,
+        waits: Arc<UserWaits>,
+        elicitation: Elicitation,
+        http: Option<Arc<HttpState>>,
     ) -> Self {
         Connection {
             service,
             label,
             call_timeout,
+            waits,
+            elicitation,
+            http,
         }
+    }
+
+    /// Waits for the user (sign-ins, elicitations), which call timeouts do not count.
+    pub(crate) fn waits(&self) -> &UserWaits {
+        &self.waits
+    }
+
+    /// The application's elicitation handler, for `input_required` results.
+    pub(crate) fn elicitation(&self) -> &Elicitation {
+        &self.elicitation
+    }
+
+    /// Why the last HTTP request failed, when it was refused or could not be sent.
+    pub(crate) fn http_failure(&self) -> Option<Failure> {
+        self.http.as_ref()?.last_failure()
     }
 
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {

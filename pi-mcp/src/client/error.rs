@@ -45,6 +45,48 @@ pub enum McpClientError {
         /// The limit.
         seconds: u64,
     },
+    /// The server answered 401 and the client has no way to sign in
+    /// ([`McpClientBuilder::oauth`](crate::McpClientBuilder::oauth) was not given).
+    #[error(
+        "{server} requires authorization (HTTP 401, WWW-Authenticate: {challenge}): configure OAuth for it (McpClientBuilder::oauth) or give a token (bearer_token, a header)"
+    )]
+    AuthorizationRequired {
+        /// The server (its URL).
+        server: String,
+        /// The server's `WWW-Authenticate` challenge, as it sent it.
+        challenge: String,
+    },
+    /// The server answered 403 `insufficient_scope` and the client cannot ask for more scopes
+    /// (its token came from `bearer_token` or a header).
+    #[error(
+        "{server} refused the request: the token lacks a scope it needs (HTTP 403, WWW-Authenticate: {challenge})"
+    )]
+    Forbidden {
+        /// The server (its URL).
+        server: String,
+        /// The server's `WWW-Authenticate` challenge, as it sent it.
+        challenge: String,
+    },
+    /// Signing in to the server failed (discovery, registration, the user, the token request).
+    #[error(
+        "signing in to {server} failed: {reason} (the server's challenge: WWW-Authenticate: {challenge})"
+    )]
+    SignIn {
+        /// The server (its URL).
+        server: String,
+        /// What failed.
+        reason: String,
+        /// The server's `WWW-Authenticate` challenge that started the sign-in.
+        challenge: String,
+    },
+    /// The server's configuration entry could not be used (e.g. a `${VAR}` that is not set).
+    #[error("MCP server `{server}`: {reason}")]
+    Config {
+        /// The server, as the configuration names it (its command or URL, unexpanded).
+        server: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// `tools/list` failed.
     #[error("{server}: listing tools failed: {reason}")]
     ListTools {

@@ -1,13 +1,19 @@
 //! Our side of the MCP session (rmcp's `ClientHandler`, by hand): routes each call's progress
-//! notifications to that call, and reports `tools/list_changed`.
+//! notifications to that call, reports `tools/list_changed`, and hands the server's elicitation
+//! requests to the application.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientConfig, ProgressNotificationParam, ProgressToken};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, ProgressNotificationParam,
+    ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::mpsc;
+
+use super::elicitation::Elicitation;
 
 /// Progress notifications that arrived before their call registered (the server answered faster
 /// than we stored the route) are kept, at most this many, and handed over on registration.
@@ -19,14 +25,20 @@ pub(crate) struct PiClientHandler {
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Asks the refresher task to list the tools again; full means a refresh is already pending.
     list_changed: mpsc::Sender<()>,
+    elicitation: Elicitation,
 }
 
 impl PiClientHandler {
-    pub(crate) fn new(config: ClientConfig, list_changed: mpsc::Sender<()>) -> Self {
+    pub(crate) fn new(
+        config: ClientConfig,
+        list_changed: mpsc::Sender<()>,
+        elicitation: Elicitation,
+    ) -> Self {
         PiClientHandler {
             config,
             progress: Arc::default(),
             list_changed,
+            elicitation,
         }
     }
 }
@@ -43,6 +55,14 @@ impl ClientHandler for PiClientHandler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // A full channel already holds a pending refresh, which will see this change too.
         let _ = self.list_changed.try_send(());
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.elicitation.answer(request).await)
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -1,6 +1,7 @@
 //! One MCP server tool as an `AgentTool`: the loop validates its arguments against the server's
 //! schema, and a call becomes a `tools/call` request with progress, cancellation and a timeout.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,19 +11,28 @@ use pi_tool::{
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientRequest, JsonObject, ProgressNotificationParam, RequestId, ServerResult,
+    ClientRequest, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+    ProgressNotificationParam, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::connection::Connection;
 use super::content::to_tool_result;
+use super::transport::Failure;
+
+/// Rounds of `input_required` answers one call may go through (rmcp's and the other SDKs'
+/// default), so a server cannot keep a call alive forever.
+const MAX_INPUT_ROUNDS: usize = 10;
 
 /// A tool of an MCP server, imported as an [`AgentTool`].
 ///
-/// Its schema is the server's `inputSchema` (made provider-neutral with
-/// [`pi_tool::provider_neutral`]); the loop validates a model's arguments against it with our
+/// Models see the server's `inputSchema` made provider-neutral ([`pi_tool::provider_neutral`]:
+/// no `$schema`, `$ref`s inlined) as [`spec`](AgentTool::spec)`.parameters`; the loop validates
+/// a model's arguments against the schema exactly as the server sent it
+/// ([`input_schema`](Self::input_schema), with its `$schema`, `$defs` and `$anchor`s) with our
 /// validator before anything is sent, so the model gets our error texts. The tool keeps its
 /// connection alive: it works as long as it is registered somewhere, even after the
 /// [`McpClient`](crate::McpClient) is dropped.
@@ -30,6 +40,7 @@ pub struct McpTool {
     spec: ToolSpec,
     label: String,
     mcp_name: String,
+    input_schema: Value,
     annotations: ToolAnnotations,
     output_schema: Option<Value>,
     validator: ArgumentValidator,
@@ -54,7 +65,8 @@ impl McpTool {
         name: String,
         connection: Arc<Connection>,
     ) -> Result<Self, String> {
-        let parameters = input_schema(&tool.input_schema)?;
+        let raw = object_root(&tool.input_schema)?;
+        let parameters = pi_tool::provider_neutral(Value::Object(raw.clone()));
         let spec = ToolSpec {
             name,
             description: tool
@@ -77,10 +89,17 @@ impl McpTool {
             .clone()
             .or_else(|| hints.and_then(|hints| hints.title.clone()))
             .unwrap_or_else(|| tool.name.to_string());
+        // Validated against what the server declared, not against our rewrite of it.
+        let validator = ArgumentValidator::new(&ToolSpec {
+            name: spec.name.clone(),
+            description: String::new(),
+            parameters: Value::Object(raw),
+        });
         Ok(McpTool {
-            validator: ArgumentValidator::new(&spec),
+            validator,
             spec,
             label,
+            input_schema: Value::Object((*tool.input_schema).clone()),
             mcp_name: tool.name.into_owned(),
             annotations,
             output_schema: tool
@@ -94,6 +113,13 @@ impl McpTool {
     /// carry a prefix or be shortened).
     pub fn mcp_name(&self) -> &str {
         &self.mcp_name
+    }
+
+    /// The server's `inputSchema` exactly as it sent it (JSON Schema 2020-12 unless its
+    /// `$schema` says otherwise); arguments are validated against it (with a root `type:
+    /// "object"` added when it has none).
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
     }
 }
 
@@ -136,9 +162,9 @@ impl AgentTool for McpTool {
     }
 }
 
-/// The server's `inputSchema` as our parameters schema: root `type: "object"` (added when
-/// missing; any other root type is refused), made provider-neutral.
-fn input_schema(schema: &JsonObject) -> Result<Value, String> {
+/// The server's `inputSchema` with a root `type: "object"` (added when missing; any other root
+/// type is refused).
+fn object_root(schema: &JsonObject) -> Result<JsonObject, String> {
     let mut schema = schema.clone();
     match schema.get("type") {
         None => {
@@ -151,11 +177,11 @@ fn input_schema(schema: &JsonObject) -> Result<Value, String> {
             ));
         }
     }
-    Ok(pi_tool::provider_neutral(Value::Object(schema)))
+    Ok(schema)
 }
 
-/// One `tools/call`: progress -> `ctx.update`, our abort -> `notifications/cancelled`, no answer
-/// (and no progress) within the connection's call timeout -> cancelled and an error result.
+/// One `tools/call`, through as many `input_required` rounds (2026-07-28 multi round-trip
+/// requests) as the server asks for, each answered by the application's elicitation handler.
 async fn call(
     connection: &Connection,
     mcp_name: String,
@@ -172,14 +198,71 @@ async fn call(
         }
     };
     let server = connection.label();
+    let mut params = CallToolRequestParams::new(mcp_name.clone()).with_arguments(arguments);
+    let mut state_only_rounds = 0u32;
+    for _ in 0..MAX_INPUT_ROUNDS {
+        let input = match round(connection, &mcp_name, params.clone(), &ctx).await? {
+            Round::Finished(result) => return Ok(result),
+            Round::InputRequired(input) => input,
+        };
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            if input.request_state.is_none() {
+                return Err(ToolError::new(format!(
+                    "{server}: tool {mcp_name} asked for input but named none (an input_required result with neither inputRequests nor requestState)"
+                )));
+            }
+            // Only state to carry: back off a little, as rmcp does, before asking again.
+            let millis = (50u64 << state_only_rounds.min(3)).min(250);
+            state_only_rounds += 1;
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+        } else {
+            state_only_rounds = 0;
+        }
+        let responses = answer_input_requests(connection, &mcp_name, requests).await?;
+        params.input_responses = (!responses.is_empty()).then_some(responses);
+        // Echoed exactly as it came; never looked into.
+        params.request_state = input.request_state;
+    }
+    Err(ToolError::new(format!(
+        "{server}: tool {mcp_name} still asked for input after {MAX_INPUT_ROUNDS} rounds; the call was abandoned"
+    )))
+}
+
+/// How one round of a call ended.
+enum Round {
+    /// A result (or an error result: timeout).
+    Finished(ToolResult),
+    /// The server needs input before it can answer.
+    InputRequired(InputRequiredResult),
+}
+
+/// The wait for the user to end, once the call's deadline passed (`None`: not armed).
+type Extension<'a> = Option<Pin<Box<dyn Future<Output = Option<Instant>> + Send + 'a>>>;
+
+async fn extension_ended(extension: &mut Extension<'_>) -> Option<Instant> {
+    match extension {
+        Some(extension) => extension.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One `tools/call` request: progress -> `ctx.update`, our abort -> `notifications/cancelled`,
+/// no answer (and no progress) within the connection's call timeout -> cancelled and an error
+/// result (time spent waiting for the user, signing in or answering a question, not counted).
+async fn round(
+    connection: &Connection,
+    mcp_name: &str,
+    params: CallToolRequestParams,
+    ctx: &ToolContext,
+) -> Result<Round, ToolError> {
+    let server = connection.label();
     let peer = connection.peer();
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new(mcp_name.clone()).with_arguments(arguments),
-    ));
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = peer
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
-        .map_err(|err| ToolError::new(failure_text(server, &mcp_name, &err)))?;
+        .map_err(|err| ToolError::new(failure_text(connection, mcp_name, &err)))?;
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
     let _route = connection
         .progress_routes()
@@ -188,8 +271,10 @@ async fn call(
     let response = handle.await_response();
     tokio::pin!(response);
     let timeout = connection.call_timeout();
-    let deadline = tokio::time::sleep(timeout);
+    let mut due = Instant::now() + timeout;
+    let deadline = tokio::time::sleep_until(due);
     tokio::pin!(deadline);
+    let mut extension: Extension<'_> = None;
     let signal = ctx.signal().clone();
     loop {
         tokio::select! {
@@ -202,15 +287,13 @@ async fn call(
                     ctx.update(progress_update(&progress));
                 }
                 return match response {
-                    Ok(ServerResult::CallToolResult(result)) => Ok(to_tool_result(result)),
-                    Ok(ServerResult::EmptyResult(_)) => Ok(ToolResult::new(Vec::new(), Value::Null)),
-                    Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::new(format!(
-                        "{server}: tool {mcp_name} asked for user input, which this client does not provide"
-                    ))),
+                    Ok(ServerResult::CallToolResult(result)) => Ok(Round::Finished(to_tool_result(result))),
+                    Ok(ServerResult::EmptyResult(_)) => Ok(Round::Finished(ToolResult::new(Vec::new(), Value::Null))),
+                    Ok(ServerResult::InputRequiredResult(input)) => Ok(Round::InputRequired(input)),
                     Ok(_) => Err(ToolError::new(format!(
                         "{server}: tool {mcp_name} answered with something other than a tool result"
                     ))),
-                    Err(err) => Err(ToolError::new(failure_text(server, &mcp_name, &err))),
+                    Err(err) => Err(ToolError::new(failure_text(connection, mcp_name, &err))),
                 };
             }
             () = signal.cancelled() => {
@@ -219,21 +302,82 @@ async fn call(
             }
             Some(progress) = progress_rx.recv() => {
                 ctx.update(progress_update(&progress));
-                deadline.as_mut().reset(tokio::time::Instant::now() + timeout);
+                due = Instant::now() + timeout;
+                deadline.as_mut().reset(due);
+                extension = None;
             }
-            () = &mut deadline => {
-                send_cancel(peer.clone(), request_id, "timed out");
-                return Ok(ToolResult::error(format!(
-                    "{server}: tool {mcp_name} sent neither a result nor progress for {}; the call was cancelled",
-                    human_duration(timeout)
-                )));
+            () = &mut deadline, if extension.is_none() => {
+                extension = Some(Box::pin(connection.waits().extended(due, timeout)));
             }
+            later = extension_ended(&mut extension) => match later {
+                Some(later) => {
+                    due = later;
+                    deadline.as_mut().reset(due);
+                    extension = None;
+                }
+                None => {
+                    send_cancel(peer.clone(), request_id, "timed out");
+                    return Ok(Round::Finished(ToolResult::error(format!(
+                        "{server}: tool {mcp_name} sent neither a result nor progress for {}; the call was cancelled",
+                        human_duration(timeout)
+                    ))));
+                }
+            },
         }
     }
 }
 
+/// The answers to an `input_required` result's requests, one at a time (each may be a question
+/// to the user): elicitations through the application's handler (declined without one), roots
+/// as none; a model completion (sampling) cannot be given.
+async fn answer_input_requests(
+    connection: &Connection,
+    mcp_name: &str,
+    requests: InputRequests,
+) -> Result<InputResponses, ToolError> {
+    let server = connection.label();
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let response = match request {
+            InputRequest::Elicitation(request) => {
+                let answer = connection.elicitation().answer(request.params).await;
+                serde_json::to_value(answer).unwrap_or(Value::Null)
+            }
+            InputRequest::ListRoots(_) => json!({"roots": []}),
+            InputRequest::CreateMessage(_) => {
+                return Err(ToolError::new(format!(
+                    "{server}: tool {mcp_name} asked the client for a model completion (sampling), which this client does not provide"
+                )));
+            }
+            _ => {
+                return Err(ToolError::new(format!(
+                    "{server}: tool {mcp_name} asked the client for input of a kind this client does not know"
+                )));
+            }
+        };
+        responses.insert(key, response);
+    }
+    Ok(responses)
+}
+
 /// What the model reads when the request itself failed (not a tool error: those are results).
-fn failure_text(server: &str, mcp_name: &str, err: &ServiceError) -> String {
+fn failure_text(connection: &Connection, mcp_name: &str, err: &ServiceError) -> String {
+    let server = connection.label();
+    if let Some(failure) = connection.http_failure() {
+        let refused = match failure {
+            Failure::Unauthorized { challenge } => Some(format!(
+                "the server requires authorization (HTTP 401, WWW-Authenticate: {challenge})"
+            )),
+            Failure::InsufficientScope { challenge } => Some(format!(
+                "the token lacks a scope the server needs (HTTP 403, WWW-Authenticate: {challenge})"
+            )),
+            Failure::SignIn { reason, .. } => Some(format!("signing in failed: {reason}")),
+            Failure::Transport { .. } => None,
+        };
+        if let Some(refused) = refused {
+            return format!("{server}: calling tool {mcp_name} failed: {refused}");
+        }
+    }
     match err {
         ServiceError::McpError(error) => format!(
             "{server}: calling tool {mcp_name} failed: {} (MCP error {})",
@@ -312,6 +456,9 @@ mod tests {
 
     #[test]
     fn input_schemas_keep_their_shape_with_an_object_root() {
+        let input_schema = |schema: &JsonObject| {
+            object_root(schema).map(|raw| pi_tool::provider_neutral(Value::Object(raw)))
+        };
         let schema = input_schema(&object(json!({
             "$schema": "http://json-schema.org/draft-07/schema#",
             "type": "object",

@@ -1,0 +1,287 @@
+//! The HTTP requests of signing in (metadata discovery, registration, token requests), on our
+//! TLS setup, refusing addresses the MCP server's own address does not justify: a server's
+//! metadata must not be able to point the client at the local network (SSRF).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::{Url, redirect};
+use rmcp::transport::auth::{
+    OAuthHttpClient, OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRedirectPolicy,
+    OAuthHttpRequest,
+};
+
+/// A metadata document, registration or token response larger than this is refused.
+const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_REDIRECTS: usize = 10;
+
+/// What an address is, for deciding whether a server's metadata may send us there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AddressClass {
+    /// The internet.
+    Public,
+    /// This machine.
+    Loopback,
+    /// A private network (RFC 1918, unique-local IPv6, carrier-grade NAT).
+    Private,
+    /// Link-local (cloud metadata services live there), unspecified, broadcast, multicast and
+    /// other reserved ranges: never.
+    Reserved,
+}
+
+fn classify(address: IpAddr) -> AddressClass {
+    match address {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            if v4.is_loopback() {
+                AddressClass::Loopback
+            } else if v4.is_private() || (a == 100 && (64..=127).contains(&b)) {
+                AddressClass::Private
+            } else if v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || a == 0
+                || a >= 240
+                || (a == 198 && (b == 18 || b == 19))
+            {
+                AddressClass::Reserved
+            } else {
+                AddressClass::Public
+            }
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return classify(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                AddressClass::Loopback
+            } else if first & 0xfe00 == 0xfc00 {
+                AddressClass::Private
+            } else if v6.is_unspecified() || v6.is_multicast() || first & 0xffc0 == 0xfe80 {
+                AddressClass::Reserved
+            } else {
+                AddressClass::Public
+            }
+        }
+    }
+}
+
+/// Which addresses signing in may reach: public ones always; this machine only for a server on
+/// this machine; a private network only for a server on one (or when the application says so).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AddressPolicy {
+    loopback: bool,
+    private: bool,
+}
+
+impl AddressPolicy {
+    /// The policy for an MCP server at `server`.
+    pub(crate) fn for_server(server: &Url, allow_private: bool) -> Self {
+        let class = match server.host() {
+            Some(url::Host::Ipv4(v4)) => classify(IpAddr::V4(v4)),
+            Some(url::Host::Ipv6(v6)) => classify(IpAddr::V6(v6)),
+            Some(url::Host::Domain(domain)) if is_localhost(domain) => AddressClass::Loopback,
+            _ => AddressClass::Public,
+        };
+        AddressPolicy {
+            loopback: class == AddressClass::Loopback,
+            private: allow_private
+                || matches!(class, AddressClass::Private | AddressClass::Loopback),
+        }
+    }
+
+    fn allows(self, address: IpAddr) -> bool {
+        match classify(address) {
+            AddressClass::Public => true,
+            AddressClass::Loopback => self.loopback,
+            AddressClass::Private => self.private,
+            AddressClass::Reserved => false,
+        }
+    }
+
+    /// A URL whose host is an address literal (names go through the resolver).
+    fn allows_url(self, url: &Url) -> bool {
+        match url.host() {
+            Some(url::Host::Ipv4(v4)) => self.allows(IpAddr::V4(v4)),
+            Some(url::Host::Ipv6(v6)) => self.allows(IpAddr::V6(v6)),
+            Some(url::Host::Domain(domain)) => !is_localhost(domain) || self.loopback,
+            None => false,
+        }
+    }
+}
+
+fn is_localhost(domain: &str) -> bool {
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    domain == "localhost" || domain.ends_with(".localhost")
+}
+
+/// Resolves names with the system resolver and keeps only the addresses the policy allows.
+struct PolicyResolver(AddressPolicy);
+
+impl Resolve for PolicyResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.0;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|address| policy.allows(address.ip()))
+                .collect();
+            if allowed.is_empty() && !found.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to addresses that signing in to this MCP server may not reach (this machine, a private network or a reserved range)"
+                )
+                .into());
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// rmcp's OAuth requests, sent by two reqwest clients on our TLS setup: one that follows
+/// redirects (checking each target against the policy), one that does not.
+pub(crate) struct OAuthFetcher {
+    follow: reqwest::Client,
+    stop: reqwest::Client,
+    policy: AddressPolicy,
+}
+
+impl OAuthFetcher {
+    pub(crate) fn new(server: &Url, allow_private: bool) -> Result<Self, String> {
+        let policy = AddressPolicy::for_server(server, allow_private);
+        let resolver = Arc::new(PolicyResolver(policy));
+        let build = |redirects: redirect::Policy| {
+            super::super::transport::tls_client_builder()?
+                .timeout(REQUEST_TIMEOUT)
+                .dns_resolver(resolver.clone())
+                .redirect(redirects)
+                .build()
+                .map_err(|err| format!("could not build the HTTP client: {err}"))
+        };
+        let follow = redirect::Policy::custom(move |attempt| {
+            if !policy.allows_url(attempt.url()) {
+                let refused = format!("a redirect to {} was refused", attempt.url());
+                attempt.error(refused)
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error("too many redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        Ok(OAuthFetcher {
+            follow: build(follow)?,
+            stop: build(redirect::Policy::none())?,
+            policy,
+        })
+    }
+}
+
+impl OAuthHttpClient for OAuthFetcher {
+    fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
+        Box::pin(async move {
+            let client = match request.redirect_policy {
+                OAuthHttpRedirectPolicy::Stop => &self.stop,
+                _ => &self.follow,
+            };
+            let request = reqwest::Request::try_from(request.request)?;
+            if !self.policy.allows_url(request.url()) {
+                return Err(format!(
+                    "{} is an address that signing in to this MCP server may not reach",
+                    request.url()
+                )
+                .into());
+            }
+            let response = client.execute(request).await?;
+            let mut answer = http::Response::builder()
+                .status(response.status())
+                .version(response.version());
+            for (name, value) in response.headers() {
+                answer = answer.header(name, value);
+            }
+            let mut body = Vec::new();
+            let mut chunks = response.bytes_stream();
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk?;
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return Err(format!(
+                        "the response is larger than {} KiB",
+                        MAX_RESPONSE_BYTES / 1024
+                    )
+                    .into());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            answer
+                .body(body)
+                .map_err(|err| Box::new(err) as OAuthHttpClientError)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(server: &str) -> AddressPolicy {
+        AddressPolicy::for_server(&Url::parse(server).unwrap(), false)
+    }
+
+    #[test]
+    fn a_public_server_cannot_send_us_to_this_machine_or_the_local_network() {
+        let public = policy("https://mcp.example.com/mcp");
+        for (address, allowed) in [
+            ("93.184.215.14", true),
+            ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", true),
+            ("127.0.0.1", false),
+            ("::1", false),
+            ("10.1.2.3", false),
+            ("192.168.0.10", false),
+            ("172.20.0.1", false),
+            ("100.100.1.1", false),
+            ("fd00::1", false),
+            ("169.254.169.254", false),
+            ("fe80::1", false),
+            ("0.0.0.0", false),
+            ("::ffff:127.0.0.1", false),
+            ("::ffff:8.8.8.8", true),
+        ] {
+            assert_eq!(
+                public.allows(address.parse().unwrap()),
+                allowed,
+                "{address}"
+            );
+        }
+        assert!(!public.allows_url(&Url::parse("http://localhost:8080/token").unwrap()));
+        assert!(!public.allows_url(&Url::parse("http://[::1]/token").unwrap()));
+        assert!(public.allows_url(&Url::parse("https://auth.example.com/token").unwrap()));
+    }
+
+    #[test]
+    fn a_server_on_this_machine_may_use_an_authorization_server_here_too() {
+        for server in ["http://127.0.0.1:8000/mcp", "http://localhost:3000/mcp"] {
+            let local = policy(server);
+            assert!(local.allows("127.0.0.1".parse().unwrap()), "{server}");
+            assert!(local.allows("192.168.1.5".parse().unwrap()), "{server}");
+            assert!(
+                !local.allows("169.254.169.254".parse().unwrap()),
+                "{server}"
+            );
+            assert!(local.allows_url(&Url::parse("http://localhost:9/token").unwrap()));
+        }
+        let private = policy("http://10.0.0.5/mcp");
+        assert!(private.allows("10.0.0.9".parse().unwrap()));
+        assert!(!private.allows("127.0.0.1".parse().unwrap()));
+        let allowed = AddressPolicy::for_server(&Url::parse("https://mcp.corp/mcp").unwrap(), true);
+        assert!(allowed.allows("10.0.0.9".parse().unwrap()));
+        assert!(!allowed.allows("127.0.0.1".parse().unwrap()));
+    }
+}

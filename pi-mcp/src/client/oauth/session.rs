@@ -1,0 +1,519 @@
+//! Signing in to one server, on rmcp's `AuthorizationManager` (discovery, registration, PKCE,
+//! the token exchange, refresh) and `AuthClient` (the bearer token on every request): what
+//! happens on a 401 or a 403 `insufficient_scope`.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+
+use reqwest::Url;
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, OAuthHttpClient, WWWAuthenticateParams,
+};
+use tokio::sync::Mutex;
+
+use super::fetch::OAuthFetcher;
+use super::store::ServerSlot;
+use super::{AuthorizationPrompt, AuthorizationReason, Authorizer, Grant, OAuthConfig};
+use crate::client::interaction::UserWaits;
+
+/// Sign-ins in a row without a request getting through, before the client gives up (a server
+/// that keeps answering 403 must not send the user to the browser forever).
+pub(crate) const MAX_SIGN_INS_IN_A_ROW: u32 = 3;
+
+/// What the server said when it refused a request.
+#[derive(Clone, Debug)]
+pub(crate) enum Refusal {
+    /// 401: no token, or one it does not accept (rmcp's `AuthClient` already tried a refresh).
+    Unauthorized { challenge: String },
+    /// 403 `insufficient_scope`: the token lacks a scope.
+    InsufficientScope {
+        challenge: String,
+        scope: Option<String>,
+    },
+}
+
+impl Refusal {
+    pub(crate) fn challenge(&self) -> &str {
+        match self {
+            Refusal::Unauthorized { challenge } | Refusal::InsufficientScope { challenge, .. } => {
+                challenge
+            }
+        }
+    }
+}
+
+/// One server's sign-in state, shared by every request of its connection.
+pub(crate) struct OAuthSession {
+    config: OAuthConfig,
+    server: Url,
+    client_name: String,
+    fetcher: Arc<dyn OAuthHttpClient>,
+    /// The manager `AuthClient` takes tokens from; replaced after each new sign-in.
+    manager: Arc<Mutex<AuthorizationManager>>,
+    /// Counts completed sign-ins, so requests refused at the same time sign in only once.
+    generation: AtomicU64,
+    signing_in: Mutex<()>,
+    in_a_row: AtomicU32,
+    issuer: StdMutex<Option<String>>,
+    waits: Arc<UserWaits>,
+}
+
+impl OAuthSession {
+    /// The session and the HTTP client that puts its token on each request. Tokens the store
+    /// already holds for this server are used (after checking that the server still names the
+    /// authorization server that issued them).
+    pub(crate) async fn start(
+        config: OAuthConfig,
+        server: &str,
+        client_name: String,
+        http: reqwest::Client,
+        waits: Arc<UserWaits>,
+    ) -> Result<(Arc<Self>, AuthClient<reqwest::Client>), String> {
+        let url = Url::parse(server).map_err(|err| format!("{server} is not a URL: {err}"))?;
+        let fetcher: Arc<dyn OAuthHttpClient> =
+            Arc::new(OAuthFetcher::new(&url, config.allow_private_network)?);
+        let mut manager = new_manager(&config, &url, &fetcher).await?;
+        let stored = config
+            .store
+            .load(url.as_str())
+            .await
+            .map_err(|err| format!("could not read the stored sign-in for {url}: {err}"))?;
+        let issuer = stored
+            .as_ref()
+            .and_then(|stored| stored.issuer().map(str::to_owned));
+        if stored.is_some() {
+            // Discovery, and the issuer check: tokens of another authorization server are dropped.
+            if let Err(err) = manager.initialize_from_store().await {
+                tracing::warn!(
+                    "{url}: the stored sign-in cannot be used ({}); signing in again when the server asks",
+                    describe(&err)
+                );
+            }
+        }
+        let client = AuthClient::new(http, manager);
+        let session = Arc::new(OAuthSession {
+            config,
+            server: url,
+            client_name,
+            fetcher,
+            manager: Arc::clone(&client.auth_manager),
+            generation: AtomicU64::new(0),
+            signing_in: Mutex::new(()),
+            in_a_row: AtomicU32::new(0),
+            issuer: StdMutex::new(issuer),
+            waits,
+        });
+        Ok((session, client))
+    }
+
+    /// The number of sign-ins so far; give it back to [`recover`](Self::recover).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// A request got through: the count of sign-ins in a row starts over.
+    pub(crate) fn succeeded(&self) {
+        self.in_a_row.store(0, Ordering::Release);
+    }
+
+    /// Signs in (again, or for more scopes) after the server refused a request sent at
+    /// `generation`; `Ok` means: send it again. When another request already signed in since,
+    /// nothing is done.
+    pub(crate) async fn recover(&self, refusal: &Refusal, generation: u64) -> Result<(), String> {
+        let _one_at_a_time = self.signing_in.lock().await;
+        if self.generation() != generation {
+            return Ok(());
+        }
+        if self.in_a_row.fetch_add(1, Ordering::AcqRel) >= MAX_SIGN_INS_IN_A_ROW {
+            return Err(format!(
+                "gave up after {MAX_SIGN_INS_IN_A_ROW} sign-ins in a row that the server still refused"
+            ));
+        }
+        match (&self.config.grant, refusal) {
+            (
+                Grant::ClientCredentials {
+                    client_id,
+                    client_secret,
+                },
+                refusal,
+            ) => {
+                let extra = match refusal {
+                    Refusal::InsufficientScope { scope, .. } => scope.clone(),
+                    Refusal::Unauthorized { .. } => None,
+                };
+                self.client_credentials(client_id, client_secret, refusal.challenge(), extra)
+                    .await?;
+            }
+            (Grant::AuthorizationCode(authorizer), Refusal::Unauthorized { challenge }) => {
+                self.sign_in(
+                    authorizer,
+                    challenge,
+                    Vec::new(),
+                    AuthorizationReason::SignIn,
+                )
+                .await?;
+            }
+            (
+                Grant::AuthorizationCode(authorizer),
+                Refusal::InsufficientScope { challenge, scope },
+            ) => {
+                let scope = scope
+                    .clone()
+                    .or_else(|| challenge_scope(challenge, &self.server))
+                    .ok_or_else(|| {
+                        "the server refused the request for lack of a scope (HTTP 403 insufficient_scope) but did not say which".to_owned()
+                    })?;
+                self.step_up(authorizer, challenge, &scope).await?;
+            }
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// A new sign-in from the challenge: discovery, registration, the user, the token.
+    async fn sign_in(
+        &self,
+        authorizer: &Arc<dyn Authorizer>,
+        challenge: &str,
+        extra_scopes: Vec<String>,
+        reason: AuthorizationReason,
+    ) -> Result<(), String> {
+        let mut manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
+        let metadata = self.discover(&manager, challenge).await?;
+        let issuer = metadata.issuer.clone();
+        manager.set_metadata(metadata);
+        let mut request = AuthorizationRequest::new(authorizer.redirect_uri()).with_client_name(
+            self.config
+                .client_name
+                .as_deref()
+                .unwrap_or(&self.client_name),
+        );
+        let mut scopes = self.config.scopes.clone();
+        for scope in extra_scopes {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        request = if scopes.is_empty() {
+            request.with_initial_scope_selection()
+        } else {
+            request.with_scopes(scopes)
+        };
+        if let Some(client_id) = &self.config.client_id {
+            request = request.with_preregistered_client(client_id);
+            if let Some(secret) = &self.config.client_secret {
+                request = request.with_client_secret(secret);
+            }
+        }
+        if let Some(url) = &self.config.client_metadata_url {
+            request = request.with_client_metadata_url(url);
+        }
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, err)| describe(&err))?;
+        let redirected = self
+            .ask_user(authorizer, &session.auth_url, issuer.clone(), reason)
+            .await?;
+        let callback = Callback::read(&redirected)?;
+        session
+            .handle_callback_with_issuer(
+                &callback.code,
+                &callback.state,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|err| describe(&err))?;
+        *self.issuer.lock().unwrap_or_else(PoisonError::into_inner) = issuer;
+        *self.manager.lock().await = session.auth_manager;
+        Ok(())
+    }
+
+    /// More scopes for the signed-in client: the union of what was granted and what the server
+    /// asks for (SEP-2350). A client that never signed in signs in with the asked scope.
+    async fn step_up(
+        &self,
+        authorizer: &Arc<dyn Authorizer>,
+        challenge: &str,
+        scope: &str,
+    ) -> Result<(), String> {
+        let manager = self.manager.lock().await;
+        if manager.get_credentials().await.is_err() {
+            drop(manager);
+            let scopes = scope.split_whitespace().map(str::to_owned).collect();
+            return self
+                .sign_in(
+                    authorizer,
+                    challenge,
+                    scopes,
+                    AuthorizationReason::MoreScopes,
+                )
+                .await;
+        }
+        let url = manager
+            .request_scope_upgrade(scope)
+            .await
+            .map_err(|err| describe(&err))?;
+        let issuer = self
+            .issuer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // The manager stays locked: other requests wait for the new token rather than go out
+        // with the old one.
+        let redirected = self
+            .ask_user(authorizer, &url, issuer, AuthorizationReason::MoreScopes)
+            .await?;
+        let callback = Callback::read(&redirected)?;
+        manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.state,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|err| describe(&err))?;
+        Ok(())
+    }
+
+    /// Machine to machine: a token for the client's own credentials, with the challenge's scope
+    /// (plus `extra`, for a 403).
+    async fn client_credentials(
+        &self,
+        client_id: &str,
+        client_secret: &str,
+        challenge: &str,
+        extra: Option<String>,
+    ) -> Result<(), String> {
+        let mut manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
+        let metadata = self.discover(&manager, challenge).await?;
+        let issuer = metadata.issuer.clone();
+        manager.set_metadata(metadata);
+        let mut scopes = self.config.scopes.clone();
+        if scopes.is_empty() {
+            scopes.extend(
+                challenge_scope(challenge, &self.server)
+                    .iter()
+                    .flat_map(|scope| scope.split_whitespace().map(str::to_owned)),
+            );
+        }
+        if let Some(extra) = extra {
+            let old = self.manager.lock().await.get_current_scopes().await;
+            for scope in old
+                .into_iter()
+                .chain(extra.split_whitespace().map(str::to_owned))
+            {
+                if !scopes.contains(&scope) {
+                    scopes.push(scope);
+                }
+            }
+        }
+        let credentials = ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            scopes,
+            resource: Some(self.server.to_string()),
+        };
+        manager
+            .validate_client_credentials_metadata(&credentials)
+            .and_then(|()| manager.configure_client_credentials(&credentials))
+            .map_err(|err| describe(&err))?;
+        manager
+            .exchange_client_credentials(&credentials)
+            .await
+            .map_err(|err| describe(&err))?;
+        *self.issuer.lock().unwrap_or_else(PoisonError::into_inner) = issuer;
+        *self.manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// The authorization server's metadata, found from the challenge (RFC 9728, then RFC 8414 /
+    /// OpenID Connect). A server without any, or one that does not offer PKCE with S256, is
+    /// refused.
+    async fn discover(
+        &self,
+        manager: &AuthorizationManager,
+        challenge: &str,
+    ) -> Result<AuthorizationMetadata, String> {
+        let found = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(|err| describe(&err))?;
+        if !found.source.is_discovered() {
+            return Err(format!(
+                "the server asks for authorization (WWW-Authenticate: {challenge}) but publishes no OAuth metadata (no protected resource metadata, no authorization server metadata): it may expect a token given another way (a bearer token or a header)"
+            ));
+        }
+        let metadata = found.metadata;
+        if matches!(self.config.grant, Grant::AuthorizationCode(_)) {
+            let offers_s256 = metadata
+                .code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|methods| methods.iter().any(|method| method == "S256"));
+            if !offers_s256 {
+                let server = metadata
+                    .issuer
+                    .clone()
+                    .unwrap_or_else(|| metadata.authorization_endpoint.clone());
+                return Err(format!(
+                    "the authorization server {server} does not offer PKCE with S256 (its metadata's code_challenge_methods_supported is {}), which MCP requires; refusing to sign in there",
+                    match &metadata.code_challenge_methods_supported {
+                        Some(methods) => format!("{methods:?}"),
+                        None => "missing".to_owned(),
+                    }
+                ));
+            }
+        }
+        Ok(metadata)
+    }
+
+    /// Has the application show the user `url`; the wait does not count against timeouts.
+    async fn ask_user(
+        &self,
+        authorizer: &Arc<dyn Authorizer>,
+        url: &str,
+        issuer: Option<String>,
+        reason: AuthorizationReason,
+    ) -> Result<String, String> {
+        let scopes = Url::parse(url)
+            .ok()
+            .and_then(|url| {
+                url.query_pairs()
+                    .find(|(key, _)| key == "scope")
+                    .map(|(_, scope)| scope.split_whitespace().map(str::to_owned).collect())
+            })
+            .unwrap_or_default();
+        let prompt = AuthorizationPrompt {
+            server: self.server.to_string(),
+            url: url.to_owned(),
+            issuer,
+            scopes,
+            reason,
+        };
+        let _waiting = self.waits.begin();
+        authorizer
+            .authorize(prompt)
+            .await
+            .map_err(|err| format!("the sign-in did not complete: {err}"))
+    }
+}
+
+async fn new_manager(
+    config: &OAuthConfig,
+    server: &Url,
+    fetcher: &Arc<dyn OAuthHttpClient>,
+) -> Result<AuthorizationManager, String> {
+    let mut manager =
+        AuthorizationManager::new_with_oauth_http_client(server.as_str(), Arc::clone(fetcher))
+            .await
+            .map_err(|err| describe(&err))?;
+    manager.set_credential_store(ServerSlot {
+        store: Arc::clone(&config.store),
+        server: server.to_string(),
+    });
+    Ok(manager)
+}
+
+/// The `scope` of a `WWW-Authenticate` challenge.
+fn challenge_scope(challenge: &str, server: &Url) -> Option<String> {
+    WWWAuthenticateParams::parse(challenge, server)
+        .scope
+        .filter(|scope| !scope.trim().is_empty())
+}
+
+/// Where the authorization server sent the browser back: the code, the `state` and the issuer,
+/// or the error it reported.
+struct Callback {
+    code: String,
+    state: String,
+    issuer: Option<String>,
+}
+
+impl Callback {
+    fn read(redirected: &str) -> Result<Callback, String> {
+        let url = Url::parse(redirected).map_err(|err| {
+            format!("the sign-in came back to `{redirected}`, which is not a URL: {err}")
+        })?;
+        let query = |name: &str| {
+            url.query_pairs()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        if let Some(error) = query("error") {
+            return Err(match query("error_description") {
+                Some(description) => {
+                    format!("the authorization server refused: {error} ({description})")
+                }
+                None => format!("the authorization server refused: {error}"),
+            });
+        }
+        Ok(Callback {
+            code: query("code").ok_or("the authorization server's redirect carries no code")?,
+            state: query("state").ok_or("the authorization server's redirect carries no state")?,
+            issuer: query("iss"),
+        })
+    }
+}
+
+/// An rmcp authorization error in the user's words.
+pub(crate) fn describe(err: &AuthError) -> String {
+    match err {
+        AuthError::AuthorizationServerMismatch {
+            expected_issuer,
+            received_issuer,
+        } => format!(
+            "the authorization server's answer names the issuer {received_issuer}, but the sign-in went to {expected_issuer}; refusing it (RFC 9207 / RFC 8414 issuer check)"
+        ),
+        AuthError::AuthorizationServerMissingIssuer { expected_issuer } => format!(
+            "the authorization server {expected_issuer} says it names itself in its answers (iss), but this answer does not; refusing it (RFC 9207)"
+        ),
+        AuthError::InternalError(message) if message == "Authorization state not found" => {
+            "the sign-in's answer does not belong to a sign-in this client started (unknown state)"
+                .to_owned()
+        }
+        AuthError::PkceUnsupported => {
+            "the authorization server does not offer PKCE with S256, which MCP requires".to_owned()
+        }
+        AuthError::AuthorizationRequired => "the server requires signing in".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_redirect_is_read_with_its_error_first() {
+        let ok =
+            Callback::read("http://127.0.0.1:5/callback?code=c1&state=s1&iss=https%3A%2F%2Fas")
+                .unwrap();
+        assert_eq!((ok.code.as_str(), ok.state.as_str()), ("c1", "s1"));
+        assert_eq!(ok.issuer.as_deref(), Some("https://as"));
+        let refused = Callback::read(
+            "http://127.0.0.1:5/callback?error=access_denied&error_description=User+said+no&state=s1",
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            refused,
+            "the authorization server refused: access_denied (User said no)"
+        );
+        assert!(Callback::read("http://127.0.0.1:5/callback?state=s").is_err());
+        assert!(Callback::read("not a url").is_err());
+    }
+
+    #[test]
+    fn the_challenges_scope_is_read() {
+        let server = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        assert_eq!(
+            challenge_scope(
+                r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp""#,
+                &server
+            )
+            .as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        assert_eq!(challenge_scope("Bearer", &server), None);
+    }
+}

@@ -359,12 +359,14 @@ impl McpClientBuilder {
                         if let Some(refused) = transports.refusal(&server) {
                             return Err(refused);
                         }
-                        return Err(McpClientError::Connect {
-                            server,
-                            reason: format!(
+                        let reason = if discover_failure == initialize_failure {
+                            discover_failure
+                        } else {
+                            format!(
                                 "server/discover: {discover_failure}; initialize: {initialize_failure}"
-                            ),
-                        });
+                            )
+                        };
+                        return Err(McpClientError::Connect { server, reason });
                     }
                 }
             }

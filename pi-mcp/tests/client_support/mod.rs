@@ -59,15 +59,22 @@ pub struct PythonServer {
 
 impl PythonServer {
     pub async fn start(deps: &std::path::Path) -> PythonServer {
+        PythonServer::start_script(deps, "python_sdk_server.py", &[]).await
+    }
+
+    /// `tests/servers/<script> PORT <args>` on a free loopback port.
+    pub async fn start_script(deps: &std::path::Path, script: &str, args: &[&str]) -> PythonServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
             .port();
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers/python_sdk_server.py");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/servers")
+            .join(script);
         let child = tokio::process::Command::new(deps.join("venv/bin/python"))
             .arg(script)
             .arg(port.to_string())
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)

@@ -15,7 +15,13 @@ fn free_port() -> u16 {
 }
 
 fn plain_words(text: &str) {
-    for internal in ["rmcp::", "reqwest::", "WorkerTransport", "StreamableHttp", "hyper::"] {
+    for internal in [
+        "rmcp::",
+        "reqwest::",
+        "WorkerTransport",
+        "StreamableHttp",
+        "hyper::",
+    ] {
         assert!(!text.contains(internal), "{internal} in: {text}");
     }
 }
@@ -30,7 +36,10 @@ async fn a_server_that_is_not_there_is_said_in_plain_words() {
         .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, McpClientError::Connect { .. }), "{text}");
-    assert!(text.starts_with(&format!("could not connect to {url}: ")), "{text}");
+    assert!(
+        text.starts_with(&format!("could not connect to {url}: ")),
+        "{text}"
+    );
     assert!(text.contains("Connection refused"), "{text}");
     // Said once, although both handshakes were tried.
     assert_eq!(text.matches("Connection refused").count(), 1, "{text}");

@@ -342,3 +342,55 @@ async fn list_changed_refreshes_the_tools() {
             .any(|tool| tool.spec().name == "everything__simulate-research-query")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_request_reaches_the_handler_and_gets_the_forms_defaults() {
+    let Some(deps) = test_deps("node_modules/@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    // server-everything offers `trigger-elicitation-request` only to a client that declares
+    // elicitation; the request comes to the client mid-call (2025-11-25). The user takes longer
+    // than the call timeout to answer: that time is not counted.
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&asked);
+    let client = within(
+        GUARD,
+        "connecting to server-everything",
+        McpClient::stdio(server_everything(&deps))
+            .prefix("everything")
+            .discard_stderr()
+            .call_timeout(Duration::from_millis(500))
+            .elicitation(move |request: pi_mcp::ElicitationRequest| {
+                seen.lock().unwrap().push(request.message.clone());
+                async move {
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    pi_mcp::ElicitationResponse::Accept(json!({"name": "Ada", "check": true}))
+                }
+            })
+            .connect(),
+    )
+    .await
+    .expect("connects");
+    let tools = registry(&client);
+    let result = within(
+        GUARD,
+        "the elicitation tool",
+        tools.run(&ToolCall::new(
+            "e1",
+            "everything__trigger-elicitation-request",
+            json!({}),
+        )),
+    )
+    .await;
+    let text = result.text_content();
+    assert!(!result.is_error, "{text}");
+    assert!(text.contains("- Name: Ada"), "{text}");
+    assert!(text.contains("- Agreed to terms: true"), "{text}");
+    // Left out by the user, filled in from the form (SEP-1034).
+    assert!(text.contains("- Favorite Integer: 42"), "{text}");
+    assert!(text.contains("It was a dark and stormy night."), "{text}");
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        ["Please provide inputs for the following fields:"]
+    );
+}

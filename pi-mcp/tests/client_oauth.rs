@@ -35,7 +35,11 @@ fn loopback(shown: Arc<AtomicUsize>) -> LoopbackAuthorizer {
         shown.fetch_add(1, Ordering::SeqCst);
         let (http, url) = (http.clone(), prompt.url.clone());
         tokio::spawn(async move {
-            let page = http.get(&url).send().await.expect("the authorization page loads");
+            let page = http
+                .get(&url)
+                .send()
+                .await
+                .expect("the authorization page loads");
             assert!(page.status().is_success(), "{}", page.status());
         });
         Ok(())
@@ -44,7 +48,12 @@ fn loopback(shown: Arc<AtomicUsize>) -> LoopbackAuthorizer {
 }
 
 async fn call(tools: &ToolRegistry, name: &str) -> String {
-    let result = within(GUARD, name, tools.run(&ToolCall::new(name, name, json!({})))).await;
+    let result = within(
+        GUARD,
+        name,
+        tools.run(&ToolCall::new(name, name, json!({}))),
+    )
+    .await;
     assert!(!result.is_error, "{name}: {}", result.text_content());
     result.text_content()
 }
@@ -57,7 +66,9 @@ fn registry(client: &McpClient) -> ToolRegistry {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
-    let Some(deps) = test_deps(PYTHON) else { return };
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
     // Access tokens live 3 s, so the second round of calls needs a refresh.
     let server = PythonServer::start_script(&deps, "python_oauth_server.py", &["3"]).await;
     let dir = tempfile::tempdir().unwrap();
@@ -76,10 +87,17 @@ async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
     )
     .await
     .expect("signs in and connects");
-    assert_eq!(shown.load(Ordering::SeqCst), 1, "one page shown to the user");
+    assert_eq!(
+        shown.load(Ordering::SeqCst),
+        1,
+        "one page shown to the user"
+    );
     let tools = registry(&client);
     let whoami = call(&tools, "whoami").await;
-    assert!(whoami.ends_with(" mcp"), "the token carries the scope: {whoami}");
+    assert!(
+        whoami.ends_with(" mcp"),
+        "the token carries the scope: {whoami}"
+    );
     assert_eq!(
         call(&tools, "grants").await,
         "authorization_code=1 refresh_token=0 registrations=1"
@@ -91,7 +109,8 @@ async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
     assert_eq!(call(&tools, "whoami").await, whoami);
     let grants = call(&tools, "grants").await;
     assert!(
-        grants.starts_with("authorization_code=1 refresh_token=") && !grants.contains("refresh_token=0"),
+        grants.starts_with("authorization_code=1 refresh_token=")
+            && !grants.contains("refresh_token=0"),
         "{grants}"
     );
 
@@ -100,7 +119,11 @@ async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
     assert_eq!(call(&tools, "revoke_access_tokens").await, "revoked");
     assert_eq!(call(&tools, "whoami").await, whoami);
     assert_eq!(shown.load(Ordering::SeqCst), 1);
-    assert!(call(&tools, "grants").await.starts_with("authorization_code=1 "));
+    assert!(
+        call(&tools, "grants")
+            .await
+            .starts_with("authorization_code=1 ")
+    );
     client.close();
 
     // The tokens were kept in the file (mode 0600, checked by the store's own test), bound to
@@ -110,7 +133,12 @@ async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
         .await
         .unwrap()
         .expect("the tokens are stored under the server's URL");
-    let port = server.url.split(':').nth(2).unwrap().trim_end_matches("/mcp");
+    let port = server
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches("/mcp");
     assert_eq!(
         stored.issuer(),
         Some(format!("http://127.0.0.1:{port}/").as_str())
@@ -131,12 +159,18 @@ async fn signs_in_refreshes_and_signs_in_again_only_when_it_must() {
     .expect("connects with the stored tokens");
     assert_eq!(call(&registry(&again), "whoami").await, whoami);
     assert_eq!(shown.load(Ordering::SeqCst), 1, "no second sign-in");
-    assert!(call(&registry(&again), "grants").await.contains("registrations=1"));
+    assert!(
+        call(&registry(&again), "grants")
+            .await
+            .contains("registrations=1")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_from_another_authorization_server_are_not_used() {
-    let Some(deps) = test_deps(PYTHON) else { return };
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
     let server = PythonServer::start_script(&deps, "python_oauth_server.py", &[]).await;
     let store = pi_mcp::InMemoryCredentialStore::new();
     let foreign: OAuthCredentials = serde_json::from_value(json!({
@@ -163,12 +197,17 @@ async fn tokens_from_another_authorization_server_are_not_used() {
     assert!(!whoami.starts_with("someone-else"), "{whoami}");
     let stored = store.load(&server.url).await.unwrap().unwrap();
     assert_ne!(stored.client_id(), "someone-else");
-    assert_ne!(stored.issuer(), Some("https://other-authorization-server.example"));
+    assert_ne!(
+        stored.issuer(),
+        Some("https://other-authorization-server.example")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_oauth_the_error_keeps_the_servers_challenge() {
-    let Some(deps) = test_deps(PYTHON) else { return };
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
     let server = PythonServer::start_script(&deps, "python_oauth_server.py", &[]).await;
     let err = within(GUARD, "connecting", McpClient::http(&server.url).connect())
         .await
@@ -177,21 +216,30 @@ async fn without_oauth_the_error_keeps_the_servers_challenge() {
         panic!("expected AuthorizationRequired, got {err:?}");
     };
     assert!(
-        challenge.contains("resource_metadata=") && challenge.contains("/.well-known/oauth-protected-resource/mcp"),
+        challenge.contains("resource_metadata=")
+            && challenge.contains("/.well-known/oauth-protected-resource/mcp"),
         "{challenge}"
     );
     let text = err.to_string();
     assert!(
-        text.starts_with(&format!("{} requires authorization (HTTP 401, WWW-Authenticate: Bearer ", server.url)),
+        text.starts_with(&format!(
+            "{} requires authorization (HTTP 401, WWW-Authenticate: Bearer ",
+            server.url
+        )),
         "{text}"
     );
-    assert!(!text.contains("rmcp::") && !text.contains("reqwest::"), "{text}");
+    assert!(
+        !text.contains("rmcp::") && !text.contains("reqwest::"),
+        "{text}"
+    );
 
     // A static bearer token the server does not know: the same error, with the same challenge.
     let err = within(
         GUARD,
         "connecting",
-        McpClient::http(&server.url).bearer_token("made-up").connect(),
+        McpClient::http(&server.url)
+            .bearer_token("made-up")
+            .connect(),
     )
     .await
     .unwrap_err();
@@ -209,7 +257,10 @@ impl Authorizer for Refusing {
         "http://127.0.0.1:9/callback".to_owned()
     }
 
-    fn authorize(&self, _prompt: AuthorizationPrompt) -> BoxFuture<'_, Result<String, AuthorizeError>> {
+    fn authorize(
+        &self,
+        _prompt: AuthorizationPrompt,
+    ) -> BoxFuture<'_, Result<String, AuthorizeError>> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Err("the user closed the page".into()) })
     }
@@ -217,7 +268,9 @@ impl Authorizer for Refusing {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sign_in_the_user_does_not_finish_is_reported_once() {
-    let Some(deps) = test_deps(PYTHON) else { return };
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
     let server = PythonServer::start_script(&deps, "python_oauth_server.py", &[]).await;
     let asked = Arc::new(AtomicUsize::new(0));
     let err = within(

@@ -400,3 +400,96 @@ async fn a_server_slower_to_start_than_ten_seconds_still_connects() {
         .await;
     assert_eq!(sum.text_content(), "3");
 }
+
+/// Answers every elicitation with `answer` and keeps the requests.
+fn answering(
+    answer: pi_mcp::ElicitationResponse,
+) -> (
+    impl pi_mcp::ElicitationHandler,
+    std::sync::Arc<std::sync::Mutex<Vec<pi_mcp::ElicitationRequest>>>,
+) {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&asked);
+    let handler = move |request: pi_mcp::ElicitationRequest| {
+        seen.lock().unwrap().push(request);
+        let answer = answer.clone();
+        async move { answer }
+    };
+    (handler, asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_required_round_is_answered_by_the_elicitation_handler() {
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
+    // The Python SDK asks through `Resolve(..)`/`Elicit`: on 2026-07-28 that is an
+    // `input_required` result, and the call is sent again with the answer.
+    let server = PythonServer::start(&deps).await;
+    let (handler, asked) = answering(pi_mcp::ElicitationResponse::Accept(
+        json!({"name": "Grace"}),
+    ));
+    let client = within(
+        GUARD,
+        "connecting",
+        McpClient::http(&server.url).elicitation(handler).connect(),
+    )
+    .await
+    .expect("connects");
+    assert_eq!(client.protocol_version().as_deref(), Some("2026-07-28"));
+    let tools = registry(&client);
+    let greeting = within(
+        GUARD,
+        "greet",
+        tools.run(&ToolCall::new("g1", "greet", json!({}))),
+    )
+    .await;
+    // `age` was left out: its default (36) was filled in by the client.
+    assert_eq!(greeting.text_content(), "hello Grace (36)");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].message, "Who is asking?");
+    let pi_mcp::ElicitationKind::Form { schema } = &asked[0].kind else {
+        panic!("a form, got {:?}", asked[0].kind);
+    };
+    assert_eq!(schema["properties"]["age"]["default"], 36);
+
+    // Over stdio, with a user who says no.
+    let (handler, _) = answering(pi_mcp::ElicitationResponse::Decline);
+    let client = within(
+        GUARD,
+        "connecting over stdio",
+        McpClient::stdio(python_stdio(&deps))
+            .discard_stderr()
+            .elicitation(handler)
+            .connect(),
+    )
+    .await
+    .expect("connects");
+    let declined = registry(&client)
+        .run(&ToolCall::new("g2", "greet", json!({})))
+        .await;
+    assert_eq!(declined.text_content(), "no greeting: decline");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_handler_the_client_does_not_offer_elicitation() {
+    let Some(deps) = test_deps(PYTHON) else {
+        return;
+    };
+    // No handler, no `elicitation` capability: the Python SDK refuses to ask, and the model
+    // reads why.
+    let server = PythonServer::start(&deps).await;
+    let client = connect(&server.url).await;
+    let refused = registry(&client)
+        .run(&ToolCall::new("g1", "greet", json!({})))
+        .await;
+    assert!(refused.is_error);
+    assert!(
+        refused.text_content().starts_with(
+            "MCP server \"python-fastmcp\": calling tool greet failed: Client did not declare the form elicitation capability"
+        ),
+        "{}",
+        refused.text_content()
+    );
+}

@@ -43,8 +43,9 @@ fn results(out: &str) -> Vec<(String, bool)> {
 
 fn client_conformance(revision: &str, must_pass: &[&str]) {
     let Some(deps) = test_deps() else { return };
-    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("conformance/client-expected-failures-{revision}.yaml"));
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "conformance/client-expected-failures-{revision}.yaml"
+    ));
     let expected = listed(&baseline);
     let out = run_client(
         &format!("conformance suite, client mode, {revision}"),

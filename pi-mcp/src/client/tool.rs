@@ -31,9 +31,10 @@ const MAX_INPUT_ROUNDS: usize = 10;
 ///
 /// Models see the server's `inputSchema` made provider-neutral ([`pi_tool::provider_neutral`]:
 /// no `$schema`, `$ref`s inlined) as [`spec`](AgentTool::spec)`.parameters`; the loop validates
-/// a model's arguments against the schema exactly as the server sent it
-/// ([`input_schema`](Self::input_schema), with its `$schema`, `$defs` and `$anchor`s) with our
-/// validator before anything is sent, so the model gets our error texts. The tool keeps its
+/// and normalizes a model's arguments against it, and before anything is sent they are checked
+/// once more against the schema exactly as the server sent it
+/// ([`input_schema`](Self::input_schema), with its `$schema`, `$defs` and `$anchor`s), so the
+/// model gets our error texts and the server only arguments its own schema accepts. The tool keeps its
 /// connection alive: it works as long as it is registered somewhere, even after the
 /// [`McpClient`](crate::McpClient) is dropped.
 pub struct McpTool {
@@ -43,7 +44,10 @@ pub struct McpTool {
     input_schema: Value,
     annotations: ToolAnnotations,
     output_schema: Option<Value>,
+    /// The model's schema: normalizes (`"3"` to 3) and checks first, in the loop.
     validator: ArgumentValidator,
+    /// The server's schema: the last check before anything is sent.
+    declared: ArgumentValidator,
     connection: Arc<Connection>,
 }
 
@@ -89,14 +93,10 @@ impl McpTool {
             .clone()
             .or_else(|| hints.and_then(|hints| hints.title.clone()))
             .unwrap_or_else(|| tool.name.to_string());
-        // Validated against what the server declared, not against our rewrite of it.
-        let validator = ArgumentValidator::new(&ToolSpec {
-            name: spec.name.clone(),
-            description: String::new(),
-            parameters: Value::Object(raw),
-        });
+        let declared = raw_validator(&spec.name, raw);
         Ok(McpTool {
-            validator,
+            validator: ArgumentValidator::new(&spec),
+            declared,
             spec,
             label,
             input_schema: Value::Object((*tool.input_schema).clone()),
@@ -156,10 +156,27 @@ impl AgentTool for McpTool {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        // The loop checked (and normalized) the arguments against our rewrite of the schema;
+        // what the server declared decides (its `$anchor`s, its dialect's keywords).
+        let args = match self.declared.validate_borrowed(&args) {
+            Ok(None) => args,
+            Ok(Some(normalized)) => normalized,
+            Err(err) => return Box::pin(std::future::ready(Err(err))),
+        };
         let connection = Arc::clone(&self.connection);
         let mcp_name = self.mcp_name.clone();
         Box::pin(async move { call(&connection, mcp_name, args, ctx).await })
     }
+}
+
+/// A validator of what the server declared (its `$defs`, `$anchor`s and dialect), not of our
+/// rewrite of it for models.
+fn raw_validator(name: &str, raw: JsonObject) -> ArgumentValidator {
+    ArgumentValidator::new(&ToolSpec {
+        name: name.to_owned(),
+        description: String::new(),
+        parameters: Value::Object(raw),
+    })
 }
 
 /// The server's `inputSchema` with a root `type: "object"` (added when missing; any other root
@@ -480,6 +497,40 @@ mod tests {
             refused,
             "its inputSchema has type \"string\", but a tool's input must be an object"
         );
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema_the_server_sent() {
+        // A 2020-12 schema whose rule sits behind an `$anchor` reference, and a draft-07 one
+        // with `definitions`: both keep their meaning.
+        let anchored = object(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"count": {"$anchor": "count", "type": "integer", "minimum": 1}},
+            "properties": {"n": {"$ref": "#count"}},
+            "required": ["n"],
+            "additionalProperties": false
+        }));
+        let validator = raw_validator("anchored", object_root(&anchored).unwrap());
+        assert_eq!(
+            validator.validate(json!({"n": 2})).unwrap(),
+            json!({"n": 2})
+        );
+        let too_small = validator.validate(json!({"n": 0})).unwrap_err().to_string();
+        assert!(too_small.contains("n: "), "{too_small}");
+        assert!(validator.validate(json!({"n": 2, "extra": 1})).is_err());
+
+        let draft7 = object(json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "definitions": {"name": {"type": "string", "minLength": 2}},
+            "properties": {"who": {"$ref": "#/definitions/name"}},
+            "required": ["who"]
+        }));
+        let validator = raw_validator("draft7", object_root(&draft7).unwrap());
+        assert!(validator.validate(json!({"who": "Ada"})).is_ok());
+        assert!(validator.validate(json!({"who": "A"})).is_err());
+        assert!(validator.validate(json!({})).is_err());
     }
 
     #[test]

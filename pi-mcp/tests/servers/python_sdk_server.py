@@ -7,11 +7,20 @@ or python python_sdk_server.py stdio for the same tools over stdio.
 
 import os
 import sys
+from typing import Annotated
 
 import anyio
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import Audio, Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Audio,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -56,6 +65,24 @@ async def slow(steps: int, ctx: Context) -> str:
         await ctx.report_progress(step, steps, f"step {step} of {steps}")
         await anyio.sleep(0.05)
     return f"done after {steps} steps"
+
+
+class Profile(BaseModel):
+    name: str
+    age: int = 36
+
+
+def ask_profile() -> Elicit[Profile]:
+    return Elicit("Who is asking?", Profile)
+
+
+@mcp.tool()
+def greet(profile: Annotated[ElicitationResult[Profile], Resolve(ask_profile)]) -> str:
+    """Asks the user who they are (an elicitation: an input_required result on 2026-07-28, a
+    request to the client before), then greets them."""
+    if isinstance(profile, AcceptedElicitation):
+        return f"hello {profile.data.name} ({profile.data.age})"
+    return f"no greeting: {profile.action}"
 
 
 @mcp.tool()

@@ -16,7 +16,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Mutex;
 
 use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
-use crate::mcp::{McpServers, McpTools};
+use crate::mcp::{ClientSetup, McpServers, McpTools, OAUTH_TOKENS_FILE};
 use crate::render::Renderer;
 use crate::system_prompt::{PromptParts, load_context_files};
 use crate::{ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, Workspace, coding_tools};
@@ -410,7 +410,14 @@ impl Tools {
                 config.merge(servers.project);
             }
         }
-        let mcp = McpTools::connect(&config, |warning| eprintln!("{warning}")).await;
+        let asks = !args.print && std::io::stdin().is_terminal();
+        let setup = ClientSetup::for_terminal(
+            &config,
+            crate::session::pi_agent_dir().join(OAUTH_TOKENS_FILE),
+            asks.then(|| Arc::clone(input)),
+            |warning| eprintln!("{warning}"),
+        );
+        let mcp = McpTools::connect_with(&config, &setup, |warning| eprintln!("{warning}")).await;
         Ok(Tools { builtins, mcp })
     }
 

@@ -190,7 +190,8 @@ impl McpClientBuilder {
     /// Signs in to an OAuth-protected HTTP server when it answers 401 (see [`OAuthConfig`]).
     /// Without this, a 401 ends `connect` with [`McpClientError::AuthorizationRequired`], which
     /// carries the server's challenge. A configuration file's `oauth` entry (client id, secret,
-    /// scopes) fills in what `config` leaves unset.
+    /// scopes) fills in what `config` leaves unset. A [`bearer_token`](Self::bearer_token) or an
+    /// `Authorization` [`header`](Self::header) wins: OAuth is then not used.
     #[must_use]
     pub fn oauth(mut self, config: OAuthConfig) -> Self {
         self.oauth = Some(config);
@@ -267,6 +268,7 @@ impl McpClientBuilder {
             Target::Http(url) => {
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url.clone());
+                let bearer_token_given = self.bearer_token.is_some();
                 if let Some(token) = self.bearer_token {
                     transport_config = transport_config.auth_header(token);
                 }
@@ -293,7 +295,10 @@ impl McpClientBuilder {
                     reason,
                 };
                 let plain = http_client().map_err(connect_failed)?;
-                let client = match self.oauth {
+                // A token given here is what the application chose: OAuth stays out of it.
+                let static_token =
+                    bearer_token_given || headers.contains_key(&http::header::AUTHORIZATION);
+                let client = match self.oauth.filter(|_| !static_token) {
                     None => HttpClient::plain(plain),
                     Some(oauth) => {
                         let oauth = match &self.oauth_settings {

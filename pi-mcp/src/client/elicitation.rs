@@ -41,6 +41,19 @@ pub struct ElicitationRequest {
 }
 
 impl ElicitationRequest {
+    /// A request (the client makes them from what servers send; hosts make them in tests).
+    pub fn new(
+        server: impl Into<String>,
+        message: impl Into<String>,
+        kind: ElicitationKind,
+    ) -> Self {
+        ElicitationRequest {
+            server: server.into(),
+            message: message.into(),
+            kind,
+        }
+    }
+
     /// The answer that will be sent for `content`: the form's defaults filled in for every
     /// property the user left out (SEP-1034), then checked against the form's schema and
     /// normalized as tool arguments are (`"30"` for an integer becomes `30`). `Err` says what does

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, ProgressNotificationParam,
-    ProgressToken,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::mpsc;
@@ -60,9 +60,13 @@ impl ClientHandler for PiClientHandler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.elicitation.answer(request).await)
+        // The server may withdraw the question (its call was cancelled): stop asking then.
+        tokio::select! {
+            answer = self.elicitation.answer(request) => Ok(answer),
+            () = context.ct.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+        }
     }
 
     fn get_info(&self) -> ClientConfig {

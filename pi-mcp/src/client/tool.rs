@@ -236,7 +236,11 @@ async fn call(
         } else {
             state_only_rounds = 0;
         }
-        let responses = answer_input_requests(connection, &mcp_name, requests).await?;
+        // The user may take a while; an abort meanwhile ends the call at once.
+        let responses = tokio::select! {
+            responses = answer_input_requests(connection, &mcp_name, requests) => responses?,
+            () = ctx.signal().cancelled() => return Err(ToolError::new("Operation aborted")),
+        };
         params.input_responses = (!responses.is_empty()).then_some(responses);
         // Echoed exactly as it came; never looked into.
         params.request_state = input.request_state;

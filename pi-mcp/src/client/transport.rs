@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::oauth::session::{OAuthSession, Refusal};
+use super::oauth::session::{MAX_SIGN_INS_IN_A_ROW, OAuthSession, Refusal};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -130,6 +130,8 @@ impl HttpClient {
         F: Fn(Inner) -> Fut,
         Fut: Future<Output = Result<T, HttpError>>,
     {
+        // Sign-ins for this one request; the session also counts them across requests.
+        let mut sign_ins = 0;
         loop {
             let generation = self
                 .state
@@ -161,7 +163,15 @@ impl HttpClient {
                 }));
                 return Err(error);
             };
-            if let Err(reason) = session.recover(&refusal, generation).await {
+            sign_ins += 1;
+            let recovered = if sign_ins > MAX_SIGN_INS_IN_A_ROW {
+                Err(format!(
+                    "gave up after {MAX_SIGN_INS_IN_A_ROW} sign-ins in a row that the server still refused"
+                ))
+            } else {
+                session.recover(&refusal, generation).await
+            };
+            if let Err(reason) = recovered {
                 self.state.record(Some(Failure::SignIn {
                     reason,
                     challenge: refusal.challenge().to_owned(),

@@ -53,3 +53,18 @@ pub trait Authorizer: Send + Sync + 'static {
         prompt: AuthorizationPrompt,
     ) -> BoxFuture<'_, Result<String, AuthorizeError>>;
 }
+
+/// One authorizer shared by several clients (the `pi` command's loopback listener serves every
+/// server it signs in to).
+impl<A: Authorizer + ?Sized> Authorizer for std::sync::Arc<A> {
+    fn redirect_uri(&self) -> String {
+        (**self).redirect_uri()
+    }
+
+    fn authorize(
+        &self,
+        prompt: AuthorizationPrompt,
+    ) -> BoxFuture<'_, Result<String, AuthorizeError>> {
+        (**self).authorize(prompt)
+    }
+}

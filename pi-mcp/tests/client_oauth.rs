@@ -24,7 +24,6 @@ const PYTHON: &str = "venv/bin/python";
 
 /// A browser: follows the authorization page's redirects, which end at the loopback listener.
 fn browser() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
 

@@ -98,7 +98,6 @@ async fn run() -> Result<(), String> {
         }
         Err(_) => Context::default(),
     };
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

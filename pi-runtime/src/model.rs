@@ -53,6 +53,53 @@ pub enum ThinkingLevel {
     Medium,
     /// High.
     High,
+    /// Extra high (pi's `xhigh`): `reasoning_effort: "xhigh"` on OpenAI's APIs, for the models
+    /// that take it; Anthropic and Gemini budgets treat it as `High`.
+    XHigh,
+}
+
+impl ThinkingLevel {
+    /// Every level, lowest first (pi's `EXTENDED_THINKING_LEVELS`).
+    pub const ALL: [ThinkingLevel; 6] = [
+        ThinkingLevel::Off,
+        ThinkingLevel::Minimal,
+        ThinkingLevel::Low,
+        ThinkingLevel::Medium,
+        ThinkingLevel::High,
+        ThinkingLevel::XHigh,
+    ];
+
+    /// pi's name for the level: `off`, `minimal`, `low`, `medium`, `high`, `xhigh`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::XHigh => "xhigh",
+        }
+    }
+
+    /// The level pi names `name`, if any.
+    ///
+    /// ```
+    /// use pi_runtime::ThinkingLevel;
+    ///
+    /// assert_eq!(ThinkingLevel::parse("xhigh"), Some(ThinkingLevel::XHigh));
+    /// assert_eq!(ThinkingLevel::parse("max"), None);
+    /// ```
+    pub fn parse(name: &str) -> Option<ThinkingLevel> {
+        ThinkingLevel::ALL
+            .into_iter()
+            .find(|level| level.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ThinkingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Per-request options. Every field is optional; providers ignore what they cannot express.

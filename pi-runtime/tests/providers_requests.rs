@@ -841,3 +841,47 @@ fn gemini_gets_no_parameters_for_a_tool_without_any() {
         "extra: an object without properties cannot be described to Gemini"
     );
 }
+
+/// pi's request to a compatible server (`openai-completions.ts` `buildParams`): `store: false`,
+/// the system prompt as `developer` for a reasoning model, and `xhigh` passed as it is named.
+#[test]
+fn compat_flags_send_store_developer_role_and_xhigh_as_pi_does() {
+    let messages = vec![Arc::new(Message::user("hi"))];
+    let context = Context {
+        system_prompt: "Be brief.",
+        messages: &messages,
+        tools: &[],
+    };
+    let local = OpenAiCompletions::new("qwen").base_url("http://localhost:8080/v1");
+    let plain = local.request_body(context, &StreamOptions::default());
+    assert!(
+        plain.get("store").is_none(),
+        "off by default for a compatible server"
+    );
+    assert_eq!(plain["messages"][0]["role"], "system");
+    assert_eq!(
+        OpenAiCompletions::new("gpt-4o").request_body(context, &StreamOptions::default())["store"],
+        false,
+        "on for OpenAI's endpoint"
+    );
+
+    let mut compat = local.compat_flags();
+    compat.store = true;
+    compat.developer_role = true;
+    let mut options = StreamOptions::default();
+    options.thinking = Some(ThinkingLevel::XHigh);
+    let body = local.compat(compat).request_body(context, &options);
+    assert_eq!(body["store"], false);
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "developer", "content": "Be brief."})
+    );
+    assert_eq!(body["reasoning_effort"], "xhigh");
+    let anthropic = AnthropicMessages::new("claude").request_body(context, &options);
+    assert_eq!(
+        anthropic["thinking"]["budget_tokens"], 16384,
+        "xhigh is high"
+    );
+    assert_eq!(ThinkingLevel::parse("xhigh"), Some(ThinkingLevel::XHigh));
+    assert_eq!(ThinkingLevel::XHigh.to_string(), "xhigh");
+}

@@ -216,7 +216,8 @@ fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
         ThinkingLevel::Minimal => Some(1024),
         ThinkingLevel::Low => Some(2048),
         ThinkingLevel::Medium => Some(8192),
-        ThinkingLevel::High => Some(16384),
+        // pi's `clampReasoning`: budgets stop at `high`.
+        ThinkingLevel::High | ThinkingLevel::XHigh => Some(16384),
     }
 }
 

@@ -190,7 +190,7 @@ fn thinking_config(level: ThinkingLevel) -> Value {
         ThinkingLevel::Minimal => 1024,
         ThinkingLevel::Low => 2048,
         ThinkingLevel::Medium => 8192,
-        ThinkingLevel::High => 24576,
+        ThinkingLevel::High | ThinkingLevel::XHigh => 24576,
     };
     json!({"includeThoughts": budget > 0, "thinkingBudget": budget})
 }

@@ -39,6 +39,13 @@ pub struct CompletionsCompat {
     pub reasoning_effort: bool,
     /// Add the tool's `name` to tool-result messages (some servers require it; default false).
     pub tool_result_name: bool,
+    /// Send `store: false`, so the provider keeps no copy of the exchange (pi's
+    /// `supportsStore`). Default: true for the OpenAI endpoint only.
+    pub store: bool,
+    /// Send the system prompt with the `developer` role instead of `system`, as OpenAI's
+    /// reasoning models expect (pi does so for a reasoning model when `supportsDeveloperRole`).
+    /// Default false: the caller knows whether the model reasons.
+    pub developer_role: bool,
 }
 
 impl Default for CompletionsCompat {
@@ -49,6 +56,8 @@ impl Default for CompletionsCompat {
             stream_usage: true,
             reasoning_effort: true,
             tool_result_name: false,
+            store: true,
+            developer_role: false,
         }
     }
 }
@@ -132,12 +141,13 @@ impl OpenAiCompletions {
     }
 
     /// The compatibility flags in force: the ones set with [`compat`](Self::compat), else the
-    /// defaults for the base URL (OpenAI's own endpoint gets `max_completion_tokens` and
-    /// `strict`; other servers get neither).
+    /// defaults for the base URL (OpenAI's own endpoint gets `max_completion_tokens`, `strict`
+    /// and `store: false`; other servers get none of them).
     pub fn compat_flags(&self) -> CompletionsCompat {
         self.compat.clone().unwrap_or_else(|| CompletionsCompat {
             max_completion_tokens: self.is_openai(),
             strict: self.is_openai(),
+            store: self.is_openai(),
             ..CompletionsCompat::default()
         })
     }
@@ -148,7 +158,12 @@ impl OpenAiCompletions {
         let target = self.settings.target(Self::API, IdRule::OpenAiCompletions);
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
-            messages.push(json!({"role": "system", "content": context.system_prompt}));
+            let role = if compat.developer_role {
+                "developer"
+            } else {
+                "system"
+            };
+            messages.push(json!({"role": role, "content": context.system_prompt}));
         }
         let transcript = transform(context.messages, target);
         let mut pending_images: Vec<Value> = Vec::new();
@@ -217,6 +232,9 @@ impl OpenAiCompletions {
         if compat.stream_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
+        if compat.store {
+            body.insert("store".into(), json!(false));
+        }
         if let Some(max) = options.max_tokens.or(self.settings.max_tokens) {
             let field = if compat.max_completion_tokens {
                 "max_completion_tokens"
@@ -264,6 +282,7 @@ pub(crate) fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
         ThinkingLevel::Low => Some("low"),
         ThinkingLevel::Medium => Some("medium"),
         ThinkingLevel::High => Some("high"),
+        ThinkingLevel::XHigh => Some("xhigh"),
     }
 }
 

@@ -6,10 +6,10 @@ pub mod edit;
 mod exif;
 pub mod find;
 pub mod grep;
-mod image;
+pub(crate) mod image;
 mod lines;
 pub mod ls;
-mod output;
+pub(crate) mod output;
 pub mod read;
 pub mod write;
 

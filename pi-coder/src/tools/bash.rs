@@ -21,7 +21,7 @@ const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
 
 /// Why the command stopped.
-enum Outcome {
+pub(crate) enum Outcome {
     Exited(Option<i32>),
     TimedOut,
     Aborted,
@@ -48,7 +48,72 @@ pub async fn bash(
     }
     // pi resolves the shell before it checks the working directory (bash.ts:69-73).
     let shell = workspace.shell()?;
-    let cwd = workspace.cwd();
+    let ran = run_command(
+        &shell,
+        workspace.cwd(),
+        &command,
+        timeout,
+        workspace.temp_dir(),
+        ctx.signal(),
+        |output| match output {
+            Some(output) => send_update(&ctx, output),
+            None => ctx.update(ToolResult::new(Vec::new(), Value::Null)),
+        },
+    )
+    .await?;
+    let snapshot = &ran.snapshot;
+    let mut text = snapshot.text_with_notice();
+    if let Some(err) = &ran.log_error {
+        text.push_str(&format!("\n[Could not save the full output: {err}]"));
+    }
+    let status = match ran.outcome {
+        Outcome::Aborted => Some("Command aborted".to_owned()),
+        Outcome::TimedOut => Some(format!(
+            "Command timed out after {} seconds",
+            format_seconds(timeout.unwrap_or_default())
+        )),
+        Outcome::Exited(Some(code)) if code != 0 => {
+            Some(format!("Command exited with code {code}"))
+        }
+        Outcome::Exited(_) => None,
+    };
+    // pi (bash.ts:345-394): an exit status follows the output or `(no output)`; an abort or a
+    // timeout follows the output only.
+    if text.is_empty() && matches!(ran.outcome, Outcome::Exited(_)) {
+        text.push_str("(no output)");
+    }
+    match status {
+        Some(status) if text.is_empty() => Err(ToolError::new(status)),
+        Some(status) => Err(ToolError::new(format!("{text}\n\n{status}"))),
+        None => Ok(ToolResult::new(
+            vec![Content::text(text)],
+            snapshot.details(),
+        )),
+    }
+}
+
+/// A command that ran: why it stopped, and its output (tail-truncated, the whole of it in a log
+/// file once over the limits).
+pub(crate) struct Ran {
+    pub(crate) outcome: Outcome,
+    pub(crate) snapshot: crate::tools::output::Snapshot,
+    pub(crate) log_error: Option<String>,
+}
+
+/// Runs `command` with `<shell> -c` in `cwd`, in its own process group: stdout and stderr
+/// merged in arrival order, `on_update` called once with `None` when the command started, then
+/// with the output so far at most every 100 ms, the
+/// whole group killed on timeout or when `signal` fires. Shared by the `bash` tool and the
+/// user's `!` commands.
+pub(crate) async fn run_command(
+    shell: &std::path::Path,
+    cwd: &std::path::Path,
+    command: &str,
+    timeout: Option<f64>,
+    temp_dir: &std::path::Path,
+    signal: &pi_tool::CancellationToken,
+    mut on_update: impl FnMut(Option<&OutputTail>),
+) -> Result<Ran, ToolError> {
     if !cwd.is_dir() {
         return Err(ToolError::new(format!(
             "Working directory does not exist: {}\nCannot execute bash commands.",
@@ -58,9 +123,9 @@ pub async fn bash(
     let (reader, writer) = std::io::pipe()?;
     let writer_for_stderr = writer.try_clone()?;
     let mut child = {
-        let mut cmd = tokio::process::Command::new(&shell);
+        let mut cmd = tokio::process::Command::new(shell);
         cmd.arg("-c")
-            .arg(&command)
+            .arg(command)
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::from(writer))
@@ -77,8 +142,8 @@ pub async fn bash(
     let mut group = GroupGuard { pid, armed: true };
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
-    ctx.update(ToolResult::new(Vec::new(), Value::Null));
-    let mut output = OutputTail::new(workspace.temp_dir());
+    let mut output = OutputTail::new(temp_dir);
+    on_update(None);
     let deadline = timeout
         .filter(|t| *t > 0.0 && t.is_finite())
         .map(|t| Instant::now() + Duration::from_secs_f64(t.min(1.0e9)));
@@ -103,7 +168,7 @@ pub async fn bash(
                     output.push(&buffer[..n]).await;
                     dirty = true;
                     if last_update.elapsed() >= UPDATE_INTERVAL {
-                        send_update(&ctx, &output);
+                        on_update(Some(&output));
                         dirty = false;
                         last_update = Instant::now();
                     }
@@ -118,14 +183,14 @@ pub async fn bash(
                 kill_group(pid);
                 killed = Some(Outcome::TimedOut);
             },
-            () = ctx.signal().cancelled(), if killed.is_none() && exit.is_none() => {
+            () = signal.cancelled(), if killed.is_none() && exit.is_none() => {
                 kill_group(pid);
                 killed = Some(Outcome::Aborted);
             },
             () = sleep_until(drain_until), if drain_until.is_some() => break,
             _ = ticker.tick() => {
                 if dirty {
-                    send_update(&ctx, &output);
+                    on_update(Some(&output));
                     dirty = false;
                     last_update = Instant::now();
                 }
@@ -134,39 +199,13 @@ pub async fn bash(
     }
     output.finish().await;
     if dirty {
-        send_update(&ctx, &output);
+        on_update(Some(&output));
     }
-
-    let outcome = killed.unwrap_or(Outcome::Exited(exit.flatten()));
-    let snapshot = output.snapshot();
-    let mut text = snapshot.text_with_notice();
-    if let Some(err) = output.log_error() {
-        text.push_str(&format!("\n[Could not save the full output: {err}]"));
-    }
-    let status = match outcome {
-        Outcome::Aborted => Some("Command aborted".to_owned()),
-        Outcome::TimedOut => Some(format!(
-            "Command timed out after {} seconds",
-            format_seconds(timeout.unwrap_or_default())
-        )),
-        Outcome::Exited(Some(code)) if code != 0 => {
-            Some(format!("Command exited with code {code}"))
-        }
-        Outcome::Exited(_) => None,
-    };
-    // pi (bash.ts:345-394): an exit status follows the output or `(no output)`; an abort or a
-    // timeout follows the output only.
-    if text.is_empty() && matches!(outcome, Outcome::Exited(_)) {
-        text.push_str("(no output)");
-    }
-    match status {
-        Some(status) if text.is_empty() => Err(ToolError::new(status)),
-        Some(status) => Err(ToolError::new(format!("{text}\n\n{status}"))),
-        None => Ok(ToolResult::new(
-            vec![Content::text(text)],
-            snapshot.details(),
-        )),
-    }
+    Ok(Ran {
+        outcome: killed.unwrap_or(Outcome::Exited(exit.flatten())),
+        snapshot: output.snapshot(),
+        log_error: output.log_error().map(str::to_owned),
+    })
 }
 
 fn send_update(ctx: &ToolContext, output: &OutputTail) {

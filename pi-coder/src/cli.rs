@@ -1,6 +1,14 @@
-//! The `pi` command: arguments, provider choice, the one-shot and interactive modes, Ctrl-C.
+//! The `pi` command: arguments (pi 0.73.1's flags, its two-letter short forms included),
+//! configuration, the provider and session choice, and the modes: print (`-p`), JSON events
+//! (`--mode json`), the RPC protocol (`--mode rpc`) and interactive.
 
+mod argv;
+mod input;
+mod interactive;
+mod list_models;
 mod model_choice;
+mod print;
+mod rpc;
 mod session_choice;
 
 use std::io::{IsTerminal, Write};
@@ -9,15 +17,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pi_runtime::{StopReason, StreamOptions};
-use pi_tool::{CancellationToken, ToolRegistry};
+use pi_runtime::{StreamOptions, ThinkingLevel};
+use pi_tool::ToolRegistry;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Mutex;
 
-use crate::agent::{Approval, ApprovalRequest, CodingAgent, PromptOutcome};
+use crate::agent::{Approval, ApprovalRequest, CodingAgent};
+use crate::config::Settings;
 use crate::mcp::{ClientSetup, McpServers, McpTools, OAUTH_TOKENS_FILE};
-use crate::render::Renderer;
+use crate::models::ModelRegistry;
 use crate::system_prompt::{PromptParts, load_context_files};
 use crate::{ALL_TOOL_NAMES, DEFAULT_TOOL_NAMES, Workspace, coding_tools};
 
@@ -29,12 +38,28 @@ const ENVIRONMENT_HELP: &str = "Environment variables:
   OPENAI_BASE_URL      an OpenAI-compatible server (Ollama, vLLM, llama.cpp, ...), like --base-url
   PI_MODEL             the model, or provider/model, like --model
   PI_PROVIDER          the provider, like --provider
-  PI_SESSION_DIR       where sessions are saved (default ~/.pi-rs/sessions/<working directory>)
-  PI_CODING_AGENT_DIR  pi's agent directory (default ~/.pi/agent): its AGENTS.md, its sessions
-  HOME                 where ~/.pi-rs, ~/.pi/agent and ~/.pi/agent/mcp.json are
+  PI_CODING_AGENT_DIR  pi's agent directory (default ~/.pi/agent): models.json, settings.json,
+                       AGENTS.md, SYSTEM.md, APPEND_SYSTEM.md, mcp.json, sessions/
+  PI_CODING_AGENT_SESSION_DIR  where sessions are saved and found (like --session-dir)
+  PI_SESSION_DIR       as PI_CODING_AGENT_SESSION_DIR (the name earlier versions used)
+  HOME                 where ~/.pi/agent is
 
-Without --provider the first configured wins: OPENAI_BASE_URL, OPENAI_API_KEY,
-ANTHROPIC_API_KEY, GEMINI_API_KEY/GOOGLE_API_KEY.";
+Without --provider and --model: settings.json's defaultProvider/defaultModel, else the first
+configured of OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY/GOOGLE_API_KEY,
+else the first model of models.json.
+
+Package commands (pi install, remove, update, list, config) are not supported.";
+
+/// `--mode`: how `pi` talks to its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Text: the answer (print mode) or a conversation in the terminal.
+    Text,
+    /// Every event as one JSON line on stdout, then exit (pi's `--mode json`).
+    Json,
+    /// pi's RPC protocol: JSON commands on stdin, responses and events on stdout.
+    Rpc,
+}
 
 /// Whether tools are sent with OpenAI's `strict: true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -84,22 +109,31 @@ pub struct Args {
     /// Confine read, edit, write, grep, find and ls to the working directory
     #[arg(long)]
     pub confine: bool,
-    /// Tools to offer, comma-separated, in this order (default: read,bash,edit,write; `all` for
-    /// all seven)
+    /// Tools to offer, comma-separated, in this order (default: read,bash,edit,write; the
+    /// seven are read, bash, edit, write, grep, find, ls; "" for none)
     #[arg(short = 't', long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Option<Vec<String>>,
-    /// Save the session to this JSONL file, resuming it if it exists (a pi session file is
-    /// read and continued in a new file)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["resume", "continue_session", "no_session"])]
-    pub session: Option<PathBuf>,
+    /// Offer no tools at all, built-in or MCP (`-nt`)
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Offer no built-in tools, only the MCP servers' (`-nbt`)
+    #[arg(long)]
+    pub no_builtin_tools: bool,
+    /// Save to and continue this session: a file (created if missing), or the start of a
+    /// session id, looked up as pi does (this project's sessions, then every project's)
+    #[arg(long, value_name = "PATH|ID", conflicts_with_all = ["resume", "continue_session", "no_session"])]
+    pub session: Option<String>,
+    /// Continue a copy of this session (a file or the start of an id) in a new session
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
     /// Continue the most recent session of the working directory (ours or pi's)
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "no_session"])]
     pub continue_session: bool,
     /// Pick a recent session of the working directory to resume (ours or pi's)
     #[arg(short = 'r', long, conflicts_with = "no_session")]
     pub resume: bool,
-    /// Directory for saving and finding sessions (default: $PI_SESSION_DIR, else
-    /// `~/.pi-rs/sessions/<working directory>`, and pi's own sessions are found too)
+    /// Directory for saving and finding sessions (default: $PI_CODING_AGENT_SESSION_DIR, else
+    /// settings.json's sessionDir, else pi's `~/.pi/agent/sessions/--<working directory>--`)
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
     /// Do not save the session
@@ -111,9 +145,58 @@ pub struct Args {
     /// Append text, or a file's contents, to the system prompt (repeatable)
     #[arg(long, value_name = "TEXT")]
     pub append_system_prompt: Vec<String>,
-    /// Do not load AGENTS.md / CLAUDE.md files
+    /// Do not load AGENTS.md / CLAUDE.md files (`-nc`)
     #[arg(long)]
     pub no_context_files: bool,
+    /// Thinking level: off, minimal, low, medium, high, xhigh (clamped to what the model has;
+    /// default settings.json's, else medium)
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Output mode: text (default), json (every event as a JSON line), rpc (JSON commands on
+    /// stdin, events and responses on stdout)
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<Mode>,
+    /// Models to switch between with /model and RPC's cycle_model, comma-separated patterns
+    /// (`sonnet,gpt-5:high`; default settings.json's enabledModels)
+    #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
+    pub models: Option<Vec<String>>,
+    /// List the models (those matching SEARCH) and exit
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
+    /// Export a session file to HTML and exit: `pi --export session.jsonl [out.html]`
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// pi's: load a TypeScript extension (not supported here)
+    #[arg(short = 'e', long = "extension", value_name = "PATH", hide = true)]
+    pub extensions: Vec<String>,
+    /// pi's: load a skill (not supported here)
+    #[arg(long = "skill", value_name = "PATH", hide = true)]
+    pub skills: Vec<String>,
+    /// pi's: load a prompt template (not supported here)
+    #[arg(long = "prompt-template", value_name = "PATH", hide = true)]
+    pub prompt_templates: Vec<String>,
+    /// pi's: load a theme (the plain terminal here has none)
+    #[arg(long = "theme", value_name = "PATH", hide = true)]
+    pub themes: Vec<String>,
+    /// pi's switches that have nothing to switch off here: --no-extensions (-ne),
+    /// --no-skills (-ns), --no-prompt-templates (-np), --no-themes, --verbose, --offline
+    #[arg(long, hide = true)]
+    pub no_extensions: bool,
+    /// See `no_extensions`.
+    #[arg(long, hide = true)]
+    pub no_skills: bool,
+    /// See `no_extensions`.
+    #[arg(long, hide = true)]
+    pub no_prompt_templates: bool,
+    /// See `no_extensions`.
+    #[arg(long, hide = true)]
+    pub no_themes: bool,
+    /// See `no_extensions`.
+    #[arg(long, hide = true)]
+    pub verbose: bool,
+    /// See `no_extensions`.
+    #[arg(long, hide = true)]
+    pub offline: bool,
     /// Use an MCP server's tools, named NAME__tool: a stdio command line, or an http(s):// URL
     /// (repeatable)
     #[arg(long = "mcp", value_name = "NAME=COMMAND")]
@@ -196,7 +279,30 @@ pub struct McpServeArgs {
 /// Shared standard input: prompts and approvals read lines from the same reader.
 type Input = Arc<Mutex<Lines<BufReader<Stdin>>>>;
 
-/// Runs the `pi` command; the exit code is 0 on success, 1 on an error, 130 after Ctrl-C.
+/// Exit code when `bash` calls were refused because nobody could approve them (print, JSON and
+/// RPC modes without `--yes`): the run stops at the first one, and stderr says why.
+pub const EXIT_APPROVAL_NEEDED: u8 = 3;
+
+/// The `pi` binary: this process's arguments, parsed as pi parses them (its two-letter short
+/// flags `-nc`, `-nt`, `-nbt`, `-ne`, `-ns`, `-np` and `-v` read as their long forms; pi's
+/// package commands answered), then [`run`].
+pub async fn main() -> ExitCode {
+    let argv = argv::normalize(std::env::args_os());
+    if let Some(command) = argv::package_command(&argv) {
+        eprintln!(
+            "pi: packages are not supported: `pi {command}` manages pi's TypeScript extensions, skills, prompt templates and themes, which this pi cannot load. (To send \"{command}\" as a prompt: pi -- {command} ...)"
+        );
+        return ExitCode::FAILURE;
+    }
+    match Args::try_parse_from(argv) {
+        Ok(args) => run(args).await,
+        Err(err) => err.exit(),
+    }
+}
+
+/// Runs the `pi` command; the exit code is 0 on success, 1 on an error, 2 for bad arguments,
+/// 3 when commands were refused for want of approval ([`EXIT_APPROVAL_NEEDED`]), 130 after
+/// Ctrl-C.
 pub async fn run(args: Args) -> ExitCode {
     match start(args).await {
         Ok(code) => code,
@@ -207,6 +313,24 @@ pub async fn run(args: Args) -> ExitCode {
     }
 }
 
+/// What every mode gets: the agent, its configuration, and the shared input and Ctrl-C.
+pub(crate) struct Setup {
+    pub(crate) agent: CodingAgent,
+    pub(crate) tools: Tools,
+    pub(crate) registry: ModelRegistry,
+    pub(crate) settings: Settings,
+    pub(crate) input: Input,
+    pub(crate) interrupts: Signal,
+    /// `--models`/`enabledModels`, resolved: what `/model` and `cycle_model` switch between.
+    pub(crate) scoped: Vec<(crate::models::ModelInfo, Option<ThinkingLevel>)>,
+    /// Where new sessions go (`/new`).
+    pub(crate) session_dir: PathBuf,
+    /// Where sessions are looked for (`/resume`).
+    pub(crate) session_search: Vec<PathBuf>,
+    pub(crate) api_key: Option<String>,
+    pub(crate) strict: Option<bool>,
+}
+
 async fn start(args: Args) -> Result<ExitCode, String> {
     if let Some(Command::Mcp {
         command: McpCommand::Serve(serve),
@@ -215,138 +339,295 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         crate::mcp_serve::serve(serve).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    if args.print && args.messages.is_empty() {
-        return Err("pi: --print needs a prompt: pi -p \"fix the failing test\"".into());
+    for (flag, values) in [
+        ("--extension", &args.extensions),
+        ("--skill", &args.skills),
+        ("--prompt-template", &args.prompt_templates),
+    ] {
+        if !values.is_empty() {
+            return Err(format!(
+                "pi: {flag}: pi's TypeScript extensions, skills and prompt templates are not supported by this pi"
+            ));
+        }
+    }
+    if let Some(path) = &args.export {
+        let output = args.messages.first().map(PathBuf::from);
+        let written = crate::export::export_file(path, output.as_deref())?;
+        println!("Exported to: {}", written.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.fork.is_some() {
+        let conflicting: Vec<&str> = [
+            (args.session.is_some(), "--session"),
+            (args.continue_session, "--continue"),
+            (args.resume, "--resume"),
+            (args.no_session, "--no-session"),
+        ]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect();
+        if !conflicting.is_empty() {
+            return Err(format!(
+                "Error: --fork cannot be combined with {}",
+                conflicting.join(", ")
+            ));
+        }
+    }
+    let mode = args.mode.unwrap_or(Mode::Text);
+    if mode == Mode::Rpc && args.messages.iter().any(|m| m.starts_with('@')) {
+        return Err("Error: @file arguments are not supported in RPC mode".into());
     }
     let cwd = working_dir(args.cwd.as_deref())?;
-    let builtin_names = tool_names(args.tools.as_deref())?;
-    let chosen = model_choice::select_model(&args)?;
+    let agent_dir = crate::session::pi_agent_dir();
+    let settings = Settings::load(&agent_dir, &cwd, |warning| eprintln!("Warning: {warning}"));
+    let registry = ModelRegistry::load(&agent_dir);
+    if let Some(error) = &registry.error {
+        eprintln!("Warning: errors loading models.json:\n{error}");
+    }
+    if let Some(search) = &args.list_models {
+        list_models::print(&registry, search);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let thinking_flag = match args.thinking.as_deref() {
+        Some(name) => match ThinkingLevel::parse(name) {
+            Some(level) => Some(level),
+            None => {
+                eprintln!(
+                    "Warning: Invalid thinking level \"{name}\". Valid values: off, minimal, low, medium, high, xhigh"
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    let interactive_terminal = std::io::stdin().is_terminal();
+
+    let input: Input = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
+    let (session_dir, session_search) = session_choice::session_dirs(&args, &cwd, &settings);
+    let resumed =
+        match session_choice::choose(&args, &cwd, &session_dir, &session_search, &input).await? {
+            session_choice::Choice::Cancelled => {
+                eprintln!("No session selected.");
+                return Ok(ExitCode::SUCCESS);
+            }
+            session_choice::Choice::Open(resumed) => *resumed,
+        };
+    let saved = resumed.session.context().ok();
+    let saved_model = saved.as_ref().and_then(|c| c.model.clone());
+    let has_history = !resumed.messages.is_empty();
+    let chosen = model_choice::select_model(
+        &args,
+        &settings,
+        &registry,
+        saved_model.filter(|_| has_history),
+    )?;
+    if let Some(warning) = &chosen.warning {
+        eprintln!("Warning: {warning}");
+    }
     let model = chosen.model;
+    // pi's order: the flag, then `--model id:level`, then the session's, then settings, then
+    // medium; clamped to what the model has.
+    let saved_thinking = saved
+        .as_ref()
+        .and_then(|c| c.thinking_level.as_deref())
+        .and_then(ThinkingLevel::parse)
+        .filter(|_| has_history);
+    let thinking = thinking_flag
+        .or(chosen.thinking)
+        .or(saved_thinking)
+        .or_else(|| {
+            settings
+                .default_thinking_level
+                .as_deref()
+                .and_then(ThinkingLevel::parse)
+        })
+        .unwrap_or(ThinkingLevel::Medium);
+
+    let builtin_names = if args.no_tools || args.no_builtin_tools {
+        Vec::new()
+    } else {
+        tool_names(args.tools.as_deref())
+    };
     let workspace = Workspace::new(&cwd)
         .confined(args.confine)
         .with_images_supported(model.accepts_images());
+    let workspace = match settings.shell_path.as_deref() {
+        Some(shell) => workspace.with_shell(shell),
+        None => workspace,
+    };
     let builtins = coding_tools(workspace)
         .subset(&builtin_names)
         .map_err(|err| format!("pi: --tools: {err}"))?;
-
-    let input: Input = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
-    let session = match session_choice::choose(&args, &cwd, &input).await? {
-        session_choice::Choice::Cancelled => {
-            eprintln!("No session selected.");
-            return Ok(ExitCode::SUCCESS);
-        }
-        session_choice::Choice::None => None,
-        session_choice::Choice::Open(resumed) => Some(resumed),
+    let mut tools = if args.no_tools {
+        Tools::none(builtins)
+    } else {
+        Tools::start(&args, &cwd, builtins, &input).await?
     };
-    let mut tools = Tools::start(&args, &cwd, builtins, &input).await?;
     let approval = if args.yes {
         Approval::Always
-    } else if std::io::stdin().is_terminal() {
+    } else if interactive_terminal && mode == Mode::Text && !args.print {
         Approval::Ask(terminal_approver(Arc::clone(&input)))
     } else {
-        Approval::Never("Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.".into())
+        Approval::Never(format!(
+            "Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.{}",
+            ""
+        ))
     };
     let mut agent = CodingAgent::new(Arc::clone(&model), tools.registry(), &cwd)
         .with_approval(approval)
-        .with_tool_order(builtin_names.iter().cloned());
-    let prompt = system_prompt(&args, &cwd, &agent)?;
+        .with_tool_order(builtin_names.iter().cloned())
+        .with_model_info(chosen.info.clone())
+        .with_thinking(thinking)
+        .with_compaction(settings.compaction())
+        .with_shell(
+            settings.shell_path.as_deref().map(PathBuf::from),
+            settings.shell_command_prefix.clone(),
+        );
+    let prompt = system_prompt(&args, &cwd, &agent_dir, &agent)?;
     agent = agent.with_system_prompt(prompt);
-    if let Some(resumed) = session {
-        let count = resumed.messages.len();
-        match &resumed.imported_from {
-            Some(pi_file) => eprintln!(
-                "Resumed pi session {} ({count} messages); continuing in {}",
-                pi_file.display(),
-                resumed.session.path().display()
-            ),
-            None if count > 0 => eprintln!(
-                "Resumed {} ({count} messages)",
-                resumed.session.path().display()
-            ),
-            None => {}
-        }
-        agent = agent.with_session(resumed.session, resumed.messages);
+    let count = resumed.messages.len();
+    if count > 0 && mode == Mode::Text {
+        eprintln!(
+            "Resumed {} ({count} messages)",
+            resumed.session.path().display()
+        );
     }
+    agent = agent.with_session(resumed.session, resumed.messages);
+    agent.record_start();
     let mut options = StreamOptions::default();
     options.api_key.clone_from(&args.api_key);
     agent = agent.with_stream_options(options);
     if let Some(server) = &chosen.server {
         model_choice::warn_if_unreachable(server).await;
     }
+    tools.refresh(&mut agent);
+    let scoped = model_choice::scope(&args, &settings, &registry);
 
     // One listener for the whole process: a press is never lost between two waits for it.
-    let mut interrupts = signal(SignalKind::interrupt())
+    let interrupts = signal(SignalKind::interrupt())
         .map_err(|err| format!("pi: cannot listen for Ctrl-C: {err}"))?;
-    if args.print {
-        let mut code = ExitCode::SUCCESS;
-        for prompt in &args.messages {
-            let outcome = run_turn(&mut agent, prompt, &mut interrupts).await;
-            code = exit_code(&outcome);
-            if outcome.stop_reason == StopReason::Error
-                || outcome.stop_reason == StopReason::Aborted
-            {
-                break;
-            }
-        }
-        return Ok(code);
+    let mut setup = Setup {
+        agent,
+        tools,
+        registry,
+        settings,
+        input,
+        interrupts,
+        scoped,
+        session_dir,
+        session_search,
+        api_key: args.api_key.clone(),
+        strict: args.strict.map(|s| s == Strict::On),
+    };
+    if mode == Mode::Rpc {
+        return rpc::run(setup).await;
     }
-    interactive(
-        &mut agent,
-        &mut tools,
-        &args.messages,
-        &input,
-        &mut interrupts,
-    )
-    .await
+    // pi reads piped stdin into the first prompt, and then runs in print mode.
+    let stdin_text = if interactive_terminal {
+        None
+    } else {
+        input::read_rest(&setup.input).await
+    };
+    let (files, mut messages): (Vec<String>, Vec<String>) = args
+        .messages
+        .iter()
+        .cloned()
+        .partition(|m| m.starts_with('@'));
+    let first = input::initial_message(stdin_text.as_deref(), &files, &mut messages, &cwd)?;
+    let print_mode = args.print || !interactive_terminal || mode == Mode::Json;
+    if print_mode {
+        let mut prompts: Vec<Vec<pi_tool::Content>> = Vec::new();
+        prompts.extend(first);
+        prompts.extend(
+            messages
+                .into_iter()
+                .map(|m| vec![pi_tool::Content::text(m)]),
+        );
+        if prompts.is_empty() && mode != Mode::Json {
+            return Err(
+                "pi: --print needs a prompt: pi -p \"fix the failing test\" (or pipe one in)"
+                    .into(),
+            );
+        }
+        return Ok(print::run(&mut setup, prompts, mode == Mode::Json).await);
+    }
+    interactive::run(&mut setup, first, messages).await
 }
 
-/// The built-in tools `--tools` names, in its order (pi's default set without it); an unknown
-/// name is an error that lists the valid ones.
-fn tool_names(requested: Option<&[String]>) -> Result<Vec<String>, String> {
+/// The built-in tools `--tools` names, in its order (pi's default set without it). As in pi, a
+/// name that is no built-in tool is left out, with a warning here.
+fn tool_names(requested: Option<&[String]>) -> Vec<String> {
     let Some(requested) = requested else {
-        return Ok(DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect());
+        return DEFAULT_TOOL_NAMES.iter().map(|n| (*n).to_owned()).collect();
     };
     let mut names: Vec<String> = Vec::new();
     for name in requested.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        if name == "all" {
-            names.extend(ALL_TOOL_NAMES.iter().map(|n| (*n).to_owned()));
-        } else if ALL_TOOL_NAMES.contains(&name) {
-            names.push(name.to_owned());
+        if ALL_TOOL_NAMES.contains(&name) {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
         } else {
-            return Err(format!(
-                "pi: --tools: there is no tool \"{name}\"; the tools are {} (or all)",
+            eprintln!(
+                "Warning: --tools: there is no tool \"{name}\" (left out); the tools are {}",
                 ALL_TOOL_NAMES.join(", ")
-            ));
+            );
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    Ok(names)
+    names
 }
 
-/// pi's system prompt: `--system-prompt` or pi's own, `--append-system-prompt` (a path to a
-/// file is replaced by its contents, as in pi), the context files unless
-/// `--no-context-files`, the date and the working directory.
-fn system_prompt(args: &Args, cwd: &Path, agent: &CodingAgent) -> Result<String, String> {
-    let mut append = Vec::new();
-    for text in &args.append_system_prompt {
+/// pi's system prompt: `--system-prompt` (a file's contents when it names one), else
+/// `.pi/SYSTEM.md` (the project's, else the agent directory's), else pi's own; then
+/// `--append-system-prompt` (each a text or a file's contents), else `APPEND_SYSTEM.md`; the
+/// context files unless `--no-context-files`; the date and the working directory.
+fn system_prompt(
+    args: &Args,
+    cwd: &Path,
+    agent_dir: &Path,
+    agent: &CodingAgent,
+) -> Result<String, String> {
+    let read_prompt = |text: &str, what: &str| -> Result<String, String> {
         let path = cwd.join(text);
-        append.push(if !text.contains('\n') && path.is_file() {
+        if !text.contains('\n') && path.is_file() {
             std::fs::read_to_string(&path)
-                .map_err(|err| format!("pi: --append-system-prompt {}: {err}", path.display()))?
+                .map_err(|err| format!("pi: {what} {}: {err}", path.display()))
         } else {
-            text.clone()
-        });
+            Ok(text.to_owned())
+        }
+    };
+    let custom = match &args.system_prompt {
+        Some(text) => Some(read_prompt(text, "--system-prompt")?),
+        None => match crate::config::prompt_file(agent_dir, cwd, "SYSTEM.md") {
+            Some(path) => Some(
+                std::fs::read_to_string(&path)
+                    .map_err(|err| format!("pi: {}: {err}", path.display()))?,
+            ),
+            None => None,
+        },
+    };
+    let mut append = Vec::new();
+    if args.append_system_prompt.is_empty()
+        && let Some(path) = crate::config::prompt_file(agent_dir, cwd, "APPEND_SYSTEM.md")
+    {
+        {
+            append.push(
+                std::fs::read_to_string(&path)
+                    .map_err(|err| format!("pi: {}: {err}", path.display()))?,
+            );
+        }
+    }
+    for text in &args.append_system_prompt {
+        append.push(read_prompt(text, "--append-system-prompt")?);
     }
     let context_files = if args.no_context_files {
         Vec::new()
     } else {
-        load_context_files(&crate::session::pi_agent_dir(), cwd, |warning| {
+        load_context_files(agent_dir, cwd, |warning| {
             eprintln!("Warning: {warning}");
         })
     };
     let parts = PromptParts {
-        custom: args.system_prompt.clone(),
+        custom,
         append,
         context_files,
         date: None,
@@ -359,12 +640,20 @@ fn system_prompt(args: &Args, cwd: &Path, agent: &CodingAgent) -> Result<String,
 }
 
 /// The built-in tools plus the tools of the MCP servers `pi` connected to.
-struct Tools {
+pub(crate) struct Tools {
     builtins: ToolRegistry,
     mcp: McpTools,
 }
 
 impl Tools {
+    /// Only `builtins`, no MCP server started (`--no-tools`).
+    fn none(builtins: ToolRegistry) -> Tools {
+        Tools {
+            builtins,
+            mcp: McpTools::default(),
+        }
+    }
+
     /// Reads the MCP configuration (files unless `--no-mcp-config`, then `--mcp` options) and
     /// connects. The project's servers start only with the user's consent: `--yes`, or `y` to
     /// a question on the terminal.
@@ -421,7 +710,7 @@ impl Tools {
         Ok(Tools { builtins, mcp })
     }
 
-    fn registry(&self) -> ToolRegistry {
+    pub(crate) fn registry(&self) -> ToolRegistry {
         let mut registry = self.builtins.clone();
         self.mcp
             .add_to(&mut registry, |warning| eprintln!("{warning}"));
@@ -429,7 +718,7 @@ impl Tools {
     }
 
     /// Gives the agent the new tools when an MCP server's list changed.
-    fn refresh(&mut self, agent: &mut CodingAgent) {
+    pub(crate) fn refresh(&mut self, agent: &mut CodingAgent) {
         if self.mcp.changed() {
             agent.set_tools(self.registry());
         }
@@ -449,86 +738,6 @@ pub(crate) fn working_dir(dir: Option<&Path>) -> Result<PathBuf, String> {
         return Err(format!("pi: {} is not a directory", cwd.display()));
     }
     Ok(cwd)
-}
-
-/// One prompt with Ctrl-C aborting it: the first press aborts the turn (the session goes on), a
-/// second press while the turn is still winding down quits.
-async fn run_turn(agent: &mut CodingAgent, prompt: &str, interrupts: &mut Signal) -> PromptOutcome {
-    let signal = CancellationToken::new();
-    let mut stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
-    let mut renderer = Renderer::new(&mut stdout, &mut stderr);
-    let turn = agent.prompt(prompt, signal.clone(), &mut renderer);
-    tokio::pin!(turn);
-    loop {
-        tokio::select! {
-            outcome = &mut turn => return outcome,
-            _ = interrupts.recv() => {
-                if signal.is_cancelled() {
-                    eprintln!("\npi: interrupted twice, quitting");
-                    std::process::exit(130);
-                }
-                eprintln!("\n(aborting: Ctrl-C again to quit)");
-                signal.cancel();
-            }
-        }
-    }
-}
-
-async fn interactive(
-    agent: &mut CodingAgent,
-    tools: &mut Tools,
-    initial: &[String],
-    input: &Input,
-    interrupts: &mut Signal,
-) -> Result<ExitCode, String> {
-    eprintln!(
-        "pi: {}/{} in {}; tools: {}. Ctrl-C aborts a turn; Ctrl-D or /exit quits.",
-        agent.model().provider(),
-        agent.model().id(),
-        agent.cwd().display(),
-        agent.tool_names().join(", "),
-    );
-    if let Some(session) = agent.session() {
-        eprintln!("Session: {}", session.path().display());
-    }
-    for prompt in initial {
-        eprintln!("\n> {prompt}");
-        tools.refresh(agent);
-        run_turn(agent, prompt, interrupts).await;
-    }
-    loop {
-        eprint!("\n> ");
-        let _ = std::io::stderr().flush();
-        let line = {
-            let mut lines = input.lock().await;
-            tokio::select! {
-                line = lines.next_line() => line.map_err(|err| format!("pi: reading input: {err}"))?,
-                _ = interrupts.recv() => None,
-            }
-        };
-        let Some(line) = line else {
-            eprintln!();
-            return Ok(ExitCode::SUCCESS);
-        };
-        let prompt = line.trim();
-        match prompt {
-            "" => continue,
-            "/exit" | "/quit" => return Ok(ExitCode::SUCCESS),
-            _ => {
-                tools.refresh(agent);
-                run_turn(agent, prompt, interrupts).await;
-            }
-        }
-    }
-}
-
-fn exit_code(outcome: &PromptOutcome) -> ExitCode {
-    match outcome.stop_reason {
-        StopReason::Error => ExitCode::FAILURE,
-        StopReason::Aborted => ExitCode::from(130),
-        _ => ExitCode::SUCCESS,
-    }
 }
 
 /// Asks on the terminal, one command at a time; Ctrl-C (the run's abort) declines, and `a`
@@ -652,16 +861,46 @@ mod tests {
     }
 
     #[test]
-    fn unknown_tools_list_the_valid_names() {
-        let err = tool_names(Some(&["read".to_owned(), "blah".to_owned()])).unwrap_err();
+    fn unknown_tools_are_left_out_as_in_pi() {
+        let names = |list: &[&str]| {
+            tool_names(Some(
+                &list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+            ))
+        };
+        assert_eq!(names(&["read", "blah"]), ["read"]);
+        assert_eq!(names(&["ls", "read", "ls"]), ["ls", "read"]);
+        assert!(names(&["all"]).is_empty(), "pi's `all` is no tool name");
+        assert!(names(&[""]).is_empty());
+    }
+
+    #[test]
+    fn pi_short_flags_parse_as_their_long_forms() {
+        let argv = [
+            "pi",
+            "-nc",
+            "-nt",
+            "-nbt",
+            "-ne",
+            "-ns",
+            "-np",
+            "--thinking",
+            "high",
+            "--mode",
+            "json",
+            "x",
+        ];
+        let args =
+            Args::try_parse_from(argv::normalize(argv.map(std::ffi::OsString::from))).unwrap();
+        assert!(args.no_context_files && args.no_tools && args.no_builtin_tools);
+        assert!(args.no_extensions && args.no_skills && args.no_prompt_templates);
         assert_eq!(
-            err,
-            "pi: --tools: there is no tool \"blah\"; the tools are read, bash, edit, write, grep, find, ls (or all)"
+            (args.thinking.as_deref(), args.mode),
+            (Some("high"), Some(Mode::Json))
         );
-        assert_eq!(
-            tool_names(Some(&["ls".to_owned(), "read".to_owned(), "ls".to_owned()])).unwrap(),
-            ["ls", "read"]
-        );
+        let args = Args::try_parse_from(["pi", "--list-models"]).unwrap();
+        assert_eq!(args.list_models.as_deref(), Some(""));
+        let args = Args::try_parse_from(["pi", "--list-models", "sonnet"]).unwrap();
+        assert_eq!(args.list_models.as_deref(), Some("sonnet"));
     }
 
     #[test]

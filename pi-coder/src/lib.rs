@@ -2,9 +2,14 @@
 
 pub mod agent;
 pub mod cli;
+pub mod compaction;
+pub mod config;
+pub mod events;
+pub mod export;
 mod fs_error;
 pub mod mcp;
 mod mcp_serve;
+pub mod models;
 mod pi_session;
 pub mod render;
 pub mod session;
@@ -15,7 +20,13 @@ mod workspace;
 
 use pi_tool::ToolRegistry;
 
-pub use agent::{Approval, ApprovalRequest, Approver, CodingAgent, PromptOutcome};
+pub use agent::{
+    AgentControl, Approval, ApprovalRequest, Approver, BashResult, CodingAgent, ContextUsage,
+    PromptOutcome, SessionStats,
+};
+pub use compaction::{CompactionReason, CompactionResult, CompactionSettings};
+pub use events::{CompactionEnd, Observer, PiJson};
+pub use models::{ModelInfo, ModelRegistry};
 pub use render::Renderer;
 pub use session::{
     FORMAT_VERSION, Resumed, SavedSession, Session, SessionError, SessionFormat, SessionSummary,

@@ -2,9 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 #[tokio::main]
 async fn main() -> ExitCode {
-    pi_coder::cli::run(pi_coder::cli::Args::parse()).await
+    pi_coder::cli::main().await
 }

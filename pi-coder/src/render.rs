@@ -272,6 +272,44 @@ fn indent_from(text: &str, mut at_line_start: bool) -> String {
     out
 }
 
+impl crate::events::Observer for Renderer<'_> {
+    fn agent_event(&mut self, event: &AgentEvent) {
+        self.event(event);
+    }
+
+    fn approval_wait(&mut self, call_id: &str, ms: u64) {
+        self.discount_wait(call_id, ms);
+    }
+
+    fn compaction_start(&mut self, reason: crate::compaction::CompactionReason) {
+        use crate::compaction::CompactionReason;
+        let why = match reason {
+            CompactionReason::Manual => "",
+            CompactionReason::Threshold => " (the context is nearly full)",
+            CompactionReason::Overflow => " (the model refused the context as too long)",
+        };
+        self.log_line_start();
+        self.log_text(&format!("Compacting the conversation{why}...\n"));
+        let _ = self.log.flush();
+    }
+
+    fn compaction_end(&mut self, end: &crate::events::CompactionEnd) {
+        self.log_line_start();
+        let line = match (&end.result, &end.error_message) {
+            (_, Some(error)) => format!("error: {error}\n"),
+            (Some(result), None) => format!(
+                "Compacted: {} tokens summarized{}\n",
+                result.tokens_before,
+                if end.will_retry { "; retrying" } else { "" }
+            ),
+            (None, None) if end.aborted => "Compaction cancelled\n".to_owned(),
+            (None, None) => "Nothing to compact\n".to_owned(),
+        };
+        self.log_text(&line);
+        let _ = self.log.flush();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

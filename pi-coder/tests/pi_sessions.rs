@@ -1,5 +1,6 @@
-//! Sessions: ours round-trip, pi's own files (recorded with pi 0.73.1's `SessionManager`, see
-//! `sessions/pi-0.73.1/record.mjs`) give the conversation pi itself would resume, and a bad line
+//! Sessions in pi's format: pi's own files (recorded with pi 0.73.1's `SessionManager`, see
+//! `sessions/pi-0.73.1/record.mjs`) give the conversation pi itself would resume and are
+//! continued in place as pi continues them; this crate's earlier files are migrated; a bad line
 //! is a clear error that changes nothing.
 
 use std::path::{Path, PathBuf};
@@ -48,31 +49,100 @@ fn a_compacted_pi_session_starts_with_pi_summary() {
 }
 
 #[test]
-fn resuming_a_pi_session_continues_in_a_file_of_ours_and_leaves_pi_file_alone() {
+fn resuming_a_pi_session_appends_to_pi_s_file_as_pi_does() {
     let dir = tempfile::tempdir().unwrap();
     let pi_file = dir.path().join("pi.jsonl");
     std::fs::copy(fixture("branched.jsonl"), &pi_file).unwrap();
-    let before = std::fs::read(&pi_file).unwrap();
-    let ours = dir.path().join("ours");
-    let mut resumed = Session::resume(&pi_file, dir.path(), &ours).unwrap();
-    assert_eq!(resumed.imported_from.as_deref(), Some(pi_file.as_path()));
-    assert!(resumed.session.path().starts_with(&ours));
+    let before = std::fs::read_to_string(&pi_file).unwrap();
+    let mut resumed = Session::resume(&pi_file).unwrap();
+    assert_eq!(resumed.session.path(), pi_file);
+    let leaf = resumed.session.leaf_id().unwrap().to_owned();
     resumed.session.append(&Message::user("next")).unwrap();
-    assert_eq!(std::fs::read(&pi_file).unwrap(), before);
-
-    let copy = Session::read(resumed.session.path()).unwrap();
-    assert_eq!(
-        copy.format,
-        SessionFormat::PiTool(u64::from(FORMAT_VERSION))
+    resumed.session.append(&answer("done")).unwrap();
+    let after = std::fs::read_to_string(&pi_file).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "pi's lines stay as pi wrote them"
     );
-    assert_eq!(copy.messages.len(), resumed.messages.len() + 1);
+    let added: Vec<serde_json::Value> = after[before.len()..]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(added.len(), 2);
+    assert_eq!(
+        added[0]["parentId"],
+        json!(leaf),
+        "the new entry hangs off pi's leaf"
+    );
+    assert_eq!(added[1]["parentId"], added[0]["id"]);
+    assert_eq!(added[0]["id"].as_str().unwrap().len(), 8);
+    assert!(added[0]["timestamp"].as_str().unwrap().ends_with('Z'));
+    // Reading it again gives pi's conversation plus the two new messages.
+    let copy = Session::read(&pi_file).unwrap();
+    assert_eq!(copy.format, SessionFormat::Pi(3));
+    assert_eq!(copy.messages.len(), resumed.messages.len() + 2);
     assert_eq!(
         copy.messages[..resumed.messages.len()],
         resumed.messages[..]
     );
-    // Appending to pi's file directly is refused.
-    let err = Session::open_or_create(&pi_file, dir.path()).unwrap_err();
-    assert!(matches!(err, SessionError::PiFormat { .. }), "{err}");
+}
+
+fn answer(text: &str) -> Message {
+    Message::Assistant(AssistantMessage::new(
+        vec![AssistantContent::text(text)],
+        StopReason::Stop,
+    ))
+}
+
+#[test]
+fn a_file_of_this_crate_s_earlier_format_is_migrated_to_pi_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    std::fs::write(
+        &path,
+        "{\"type\":\"session\",\"format\":\"pi-tool\",\"version\":2,\"id\":\"0123456789abcdef\",\"timestamp\":1796128317055,\"cwd\":\"/p\"}\n\
+         {\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"timestamp\":1796128317055}}\n\
+         {\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}],\"stopReason\":\"stop\",\"timestamp\":1796128317056}}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        Session::read(&path).unwrap().format,
+        SessionFormat::PiTool(2)
+    );
+    let resumed = Session::resume(&path).unwrap();
+    assert_eq!(resumed.messages.len(), 2);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"type":"session","version":3,"id":"0123456789abcdef","timestamp":"2026-12-01T12:31:57.055Z","cwd":"/p"})
+    );
+    assert_eq!(lines[1]["parentId"], serde_json::Value::Null);
+    assert_eq!(lines[2]["parentId"], lines[1]["id"]);
+    assert_eq!(Session::read(&path).unwrap().format, SessionFormat::Pi(3));
+}
+
+#[test]
+fn a_file_pi_appended_to_without_ids_reads_whole() {
+    // pi 0.73.1 on a file of our earlier format: it rewrote the header to version 3, kept our
+    // entries (no ids) and appended its own, the first naming no parent.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crossed.jsonl");
+    std::fs::write(
+        &path,
+        "{\"type\":\"session\",\"format\":\"pi-tool\",\"version\":3,\"id\":\"x\",\"timestamp\":1796128317055,\"cwd\":\"/p\"}\n\
+         {\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"one\",\"timestamp\":1}}\n\
+         {\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"two\"}],\"stopReason\":\"stop\",\"timestamp\":2}}\n\
+         {\"type\":\"thinking_level_change\",\"id\":\"aaaaaaaa\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"thinkingLevel\":\"off\"}\n\
+         {\"type\":\"message\",\"id\":\"bbbbbbbb\",\"parentId\":\"aaaaaaaa\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"back in pi\"}],\"timestamp\":3}}\n",
+    )
+    .unwrap();
+    let resumed = Session::resume(&path).unwrap();
+    let roles: Vec<&str> = resumed.messages.iter().map(Message::role).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
 }
 
 #[test]
@@ -98,7 +168,7 @@ fn every_message_kind_survives_a_round_trip_in_our_format() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(header["format"], "pi-tool");
+    assert!(header.get("format").is_none(), "pi's header");
     assert_eq!(header["version"], json!(FORMAT_VERSION));
     let (_, read) = Session::open_or_create(&path, dir.path()).unwrap();
     assert_eq!(read, written);
@@ -118,12 +188,11 @@ fn a_corrupt_line_in_a_pi_file_is_named_and_nothing_is_written() {
         err.to_string().contains("pi.jsonl:5: not a session entry"),
         "{err}"
     );
-    let err = Session::resume(&path, dir.path(), &dir.path().join("ours")).unwrap_err();
+    let err = Session::resume(&path).unwrap_err();
     assert!(
         matches!(err, SessionError::Corrupt { line: 5, .. }),
         "{err}"
     );
-    assert!(!dir.path().join("ours").exists());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
 
@@ -186,6 +255,7 @@ fn listing_finds_ours_and_pi_sessions_and_skips_other_files() {
     session
         .append(&Message::user("  newest\n prompt "))
         .unwrap();
+    session.append(&answer("ok")).unwrap();
     let listed = Session::list(&[ours.clone(), pi_dir.clone()]);
     let latest = Session::latest(&[ours.clone(), pi_dir.clone()]).unwrap();
     assert!(
@@ -194,14 +264,12 @@ fn listing_finds_ours_and_pi_sessions_and_skips_other_files() {
     );
     assert_eq!(Session::latest(&[dir.path().join("none")]), None);
     assert_eq!(listed.len(), 2, "{listed:?}");
-    let newest = listed
-        .iter()
-        .find(|s| s.format == SessionFormat::PiTool(2))
-        .unwrap();
+    let newest = listed.iter().find(|s| s.path.starts_with(&ours)).unwrap();
     assert_eq!(newest.first_prompt, "newest prompt");
-    let pi = listed
-        .iter()
-        .find(|s| s.format == SessionFormat::Pi(3))
-        .unwrap();
-    assert_eq!(pi.messages, 5);
+    assert_eq!(newest.format, SessionFormat::Pi(3));
+    let pi = listed.iter().find(|s| s.path.starts_with(&pi_dir)).unwrap();
+    assert_eq!(
+        pi.messages, 6,
+        "pi's count: every message entry, compacted ones too"
+    );
 }

@@ -1,66 +1,113 @@
-//! Which session file `pi` saves to and resumes: `--session`, `-c`, the `-r` picker, a new
-//! one, or none; pi's own session files are found next to ours and imported.
+//! Which session `pi` saves to and resumes, as pi chooses (`main.ts`'s
+//! `createSessionManager`): `--no-session`, `--fork`, `--session` (a file, or the start of a
+//! session id looked up in this project's sessions, then every project's), `-r`, `-c`, or a new
+//! one.
 
 use std::path::{Path, PathBuf};
 
-use pi_runtime::Message;
-
 use super::{Args, Input};
-use crate::session::{Resumed, Session, SessionFormat, SessionSummary};
+use crate::config::Settings;
+use crate::session::{Resumed, Session, SessionSummary};
 
 /// Most sessions the `-r` picker lists.
 const PICKER_ROWS: usize = 20;
 
-/// What to save to, and what was already said.
+/// What to save to.
 pub(super) enum Choice {
-    /// `--no-session`.
-    None,
-    /// A session file, with the messages it already holds.
-    Open(Resumed),
+    /// A session (for `--no-session`, one in memory), with the messages it already holds.
+    Open(Box<Resumed>),
     /// The user left the `-r` picker without choosing.
     Cancelled,
 }
 
-/// Where sessions are written (`--session-dir`, else [`Session::default_dir`]) and where earlier
-/// ones are looked for (that directory, plus pi's own for this working directory unless
-/// `--session-dir` was given).
-pub(super) fn session_dirs(args: &Args, cwd: &Path) -> (PathBuf, Vec<PathBuf>) {
-    match &args.session_dir {
-        Some(dir) => (dir.clone(), vec![dir.clone()]),
+/// Where sessions are written and where earlier ones are looked for: `--session-dir`, else
+/// `$PI_CODING_AGENT_SESSION_DIR`, else `$PI_SESSION_DIR`, else settings.json's `sessionDir`,
+/// else pi's directory for the working directory; earlier versions' directory
+/// (`~/.pi-rs/sessions/..`) is searched too unless a directory was named.
+pub(super) fn session_dirs(
+    args: &Args,
+    cwd: &Path,
+    settings: &Settings,
+) -> (PathBuf, Vec<PathBuf>) {
+    let named = args
+        .session_dir
+        .clone()
+        .or_else(|| env_dir("PI_CODING_AGENT_SESSION_DIR"))
+        .or_else(|| env_dir("PI_SESSION_DIR"))
+        .or_else(|| {
+            settings
+                .session_dir
+                .as_deref()
+                .map(|d| crate::session::expand_home(Path::new(d)))
+        });
+    match named {
+        Some(dir) => (dir.clone(), vec![dir]),
         None => {
-            let ours = Session::default_dir(cwd);
-            (ours.clone(), vec![ours, Session::pi_dir(cwd)])
+            let dir = Session::pi_dir(cwd);
+            (dir.clone(), vec![dir, Session::legacy_dir(cwd)])
         }
     }
 }
 
+fn env_dir(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|d| !d.is_empty())
+        .map(|d| crate::session::expand_home(Path::new(&d)))
+}
+
 /// Opens the session the flags ask for.
-pub(super) async fn choose(args: &Args, cwd: &Path, input: &Input) -> Result<Choice, String> {
-    if args.no_session {
-        return Ok(Choice::None);
-    }
-    let (dir, search) = session_dirs(args, cwd);
+pub(super) async fn choose(
+    args: &Args,
+    cwd: &Path,
+    dir: &Path,
+    search: &[PathBuf],
+    input: &Input,
+) -> Result<Choice, String> {
     let open = |path: &Path| {
-        Session::resume(path, cwd, &dir)
-            .map(Choice::Open)
+        Session::resume(path)
+            .map(|resumed| Choice::Open(Box::new(resumed)))
             .map_err(|err| format!("pi: session: {err}"))
     };
-    if let Some(path) = &args.session {
-        if !path.exists() {
-            return Session::create(path, cwd)
-                .map(fresh)
-                .map_err(|err| format!("pi: session: {err}"));
-        }
-        return open(path);
+    if args.no_session {
+        return Ok(fresh(Session::in_memory(cwd)));
     }
-    if args.continue_session {
-        match Session::latest(&search) {
-            Some(latest) => return open(&latest),
-            None => eprintln!("pi: no earlier session for this directory; starting a new one"),
-        }
+    if let Some(source) = &args.fork {
+        let path = match resolve(source, search) {
+            Resolved::Path(path) | Resolved::Found(path) | Resolved::Elsewhere(path, _) => path,
+            Resolved::NotFound => return Err(format!("No session found matching '{source}'")),
+        };
+        let session = Session::fork_from(&path, cwd, dir).map_err(|err| format!("Error: {err}"))?;
+        return open(session.path());
+    }
+    if let Some(argument) = &args.session {
+        return match resolve(argument, search) {
+            Resolved::Path(path) if !path.exists() => {
+                // pi starts a new session at a path that does not exist yet.
+                Session::create(&path, cwd)
+                    .map(fresh)
+                    .map_err(|err| format!("pi: session: {err}"))
+            }
+            Resolved::Path(path) | Resolved::Found(path) => open(&path),
+            Resolved::Elsewhere(path, other_cwd) => {
+                eprintln!("Session found in different project: {other_cwd}");
+                eprint!("Fork this session into current directory? [y/N] ");
+                let _ = std::io::Write::flush(&mut std::io::stderr());
+                let answer = input.lock().await.next_line().await.ok().flatten();
+                let yes =
+                    answer.is_some_and(|a| matches!(a.trim().to_lowercase().as_str(), "y" | "yes"));
+                if !yes {
+                    eprintln!("Aborted.");
+                    return Ok(Choice::Cancelled);
+                }
+                let session =
+                    Session::fork_from(&path, cwd, dir).map_err(|err| format!("Error: {err}"))?;
+                open(session.path())
+            }
+            Resolved::NotFound => Err(format!("No session found matching '{argument}'")),
+        };
     }
     if args.resume {
-        let sessions = Session::list(&search);
+        let sessions = Session::list(search);
         if sessions.is_empty() {
             return Err(format!(
                 "pi: --resume: no session to resume in {}",
@@ -76,21 +123,57 @@ pub(super) async fn choose(args: &Args, cwd: &Path, input: &Input) -> Result<Cho
             None => Ok(Choice::Cancelled),
         };
     }
-    Session::create(Session::new_path(&dir), cwd)
-        .map(fresh)
-        .map_err(|err| format!("pi: session: {err}"))
+    if args.continue_session {
+        match Session::latest(search) {
+            Some(latest) => return open(&latest),
+            None => eprintln!("pi: no earlier session for this directory; starting a new one"),
+        }
+    }
+    Ok(fresh(Session::create_in(dir, cwd, None)))
 }
 
 fn fresh(session: Session) -> Choice {
-    Choice::Open(Resumed {
+    Choice::Open(Box::new(Resumed {
         session,
-        messages: Vec::<Message>::new(),
-        imported_from: None,
-    })
+        messages: Vec::new(),
+    }))
+}
+
+/// How a `--session` argument resolved (pi's `resolveSessionPath`).
+enum Resolved {
+    /// It names a file (it has a `/` or ends with `.jsonl`).
+    Path(PathBuf),
+    /// A session of this project whose id starts with it.
+    Found(PathBuf),
+    /// Only a session of another project (its working directory) matched.
+    Elsewhere(PathBuf, String),
+    /// Nothing matched.
+    NotFound,
+}
+
+fn resolve(argument: &str, search: &[PathBuf]) -> Resolved {
+    if argument.contains('/') || argument.contains('\\') || argument.ends_with(".jsonl") {
+        return Resolved::Path(crate::session::expand_home(Path::new(argument)));
+    }
+    let matches = |sessions: Vec<SessionSummary>| {
+        sessions
+            .into_iter()
+            .find(|s| !argument.is_empty() && s.id.starts_with(argument))
+    };
+    if let Some(found) = matches(Session::list(search)) {
+        return Resolved::Found(found.path);
+    }
+    match matches(Session::list_all()) {
+        Some(found) => Resolved::Elsewhere(found.path, found.cwd),
+        None => Resolved::NotFound,
+    }
 }
 
 /// pi's `-r`: the recent sessions, newest first, numbered; the user types a number.
-async fn pick(sessions: &[SessionSummary], input: &Input) -> Result<Option<PathBuf>, String> {
+pub(super) async fn pick(
+    sessions: &[SessionSummary],
+    input: &Input,
+) -> Result<Option<PathBuf>, String> {
     let shown = &sessions[..sessions.len().min(PICKER_ROWS)];
     eprintln!("Recent sessions (newest first):");
     for (number, session) in shown.iter().enumerate() {
@@ -120,21 +203,18 @@ async fn pick(sessions: &[SessionSummary], input: &Input) -> Result<Option<PathB
     }
 }
 
-/// `  1. 2026-12-01 12:31   12 messages  Fix the failing test   (pi)`
+/// `  1. 2026-12-01 12:31   12 messages  Fix the failing test`
 fn picker_row(number: usize, session: &SessionSummary) -> String {
     let when: chrono::DateTime<chrono::Local> = session.modified.into();
-    let origin = match session.format {
-        SessionFormat::Pi(_) => "  (pi)",
-        SessionFormat::PiTool(_) => "",
-    };
-    let prompt: String = session.first_prompt.chars().take(60).collect();
-    let ellipsis = if session.first_prompt.chars().count() > 60 {
+    let title = session.name.as_deref().unwrap_or(&session.first_prompt);
+    let prompt: String = title.chars().take(60).collect();
+    let ellipsis = if title.chars().count() > 60 {
         "…"
     } else {
         ""
     };
     format!(
-        "{number:>3}. {}  {:>4} messages  {prompt}{ellipsis}{origin}",
+        "{number:>3}. {}  {:>4} messages  {prompt}{ellipsis}",
         when.format("%Y-%m-%d %H:%M"),
         session.messages
     )

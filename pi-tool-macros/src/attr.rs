@@ -1,5 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`, `prepare_arguments`, and the annotation flags `read_only`,
+//! `deny_unknown_fields`, `prepare_arguments`, `defer`, and the annotation flags `read_only`,
 //! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
@@ -20,6 +20,7 @@ pub(crate) const KEYS: &[&str] = &[
     "deny_unknown_fields",
     "timeout",
     "blocking",
+    "defer",
     "read_only",
     "destructive",
     "idempotent",
@@ -53,6 +54,8 @@ pub(crate) struct ToolArgs {
     pub(crate) timeout: Option<std::time::Duration>,
     /// `blocking`: run each call on tokio's blocking pool.
     pub(crate) blocking: Option<Path>,
+    /// `defer`: the schema is sent only once the tool is loaded.
+    pub(crate) defer: Option<Path>,
 }
 
 impl ToolArgs {
@@ -112,6 +115,16 @@ impl ToolArgs {
                     return;
                 }
                 set_once(cx, &mut self.blocking, &path, Some(path.clone()));
+            }
+            "defer" => {
+                if !matches!(meta, Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        &meta,
+                        "`defer` is a flag and takes no value: write `#[tool(defer)]`",
+                    );
+                    return;
+                }
+                set_once(cx, &mut self.defer, &path, Some(path.clone()));
             }
             "deny_unknown_fields" => {
                 if !matches!(meta, Meta::Path(_)) {
@@ -304,6 +317,7 @@ mod tests {
                 description = "d",
                 sequential,
                 prepare_arguments = f,
+                defer,
                 read_only,
                 open_world = false
             ))

@@ -1,4 +1,4 @@
-//! The `timeout = "30s"` and `blocking` keys: duration parsing (checked at compile time, the
+//! The `timeout = "30s"`, `blocking` and `defer` keys: duration parsing (checked at compile time, the
 //! error spanned on the value) and the `AgentTool` methods they generate.
 
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub(crate) fn timeout_value(lit: &LitStr) -> Result<Duration, syn::Error> {
     parse_duration(&lit.value()).map_err(|message| syn::Error::new(lit.span(), message))
 }
 
-/// The `timeout` and `blocking` methods of the generated `AgentTool` impl (nothing when unset).
+/// The `timeout`, `blocking` and `deferred` methods of the generated `AgentTool` impl (nothing when unset).
 pub(crate) fn limit_methods(args: &ToolArgs) -> TokenStream {
     let timeout = args.timeout.map(|duration| {
         let secs = duration.as_secs();
@@ -65,7 +65,14 @@ pub(crate) fn limit_methods(args: &ToolArgs) -> TokenStream {
             }
         }
     });
-    quote!(#timeout #blocking)
+    let defer = args.defer.as_ref().map(|_| {
+        quote! {
+            fn deferred(&self) -> bool {
+                true
+            }
+        }
+    });
+    quote!(#timeout #blocking #defer)
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub struct FnTool {
     execution_mode: Option<ExecutionMode>,
     timeout: Option<Duration>,
     blocking: bool,
+    deferred: bool,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
@@ -108,6 +109,7 @@ impl FnTool {
             execution_mode: None,
             timeout: None,
             blocking: false,
+            deferred: false,
             prepare: None,
         }
     }
@@ -122,6 +124,7 @@ pub struct FnToolBuilder {
     execution_mode: Option<ExecutionMode>,
     timeout: Option<Duration>,
     blocking: bool,
+    deferred: bool,
     prepare: Option<Arc<Prepare>>,
 }
 
@@ -154,6 +157,13 @@ impl FnToolBuilder {
     /// on tokio's blocking pool, so other calls and the event stream go on meanwhile.
     pub fn blocking(mut self) -> Self {
         self.blocking = true;
+        self
+    }
+
+    /// Defers the tool (like `#[tool(defer)]`): its schema is sent to the model only once it is
+    /// loaded, by the `tool_search` tool or by a call that names it.
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
         self
     }
 
@@ -200,6 +210,7 @@ impl FnToolBuilder {
             execution_mode: self.execution_mode,
             timeout: self.timeout,
             blocking: self.blocking,
+            deferred: self.deferred,
             validator,
             prepare: self.prepare,
             handler,
@@ -276,6 +287,10 @@ impl AgentTool for FnTool {
         self.blocking
     }
 
+    fn deferred(&self) -> bool {
+        self.deferred
+    }
+
     fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
         match &self.prepare {
             Some(prepare) => prepare(args),
@@ -308,6 +323,7 @@ impl fmt::Debug for FnTool {
             .field("execution_mode", &self.execution_mode)
             .field("timeout", &self.timeout)
             .field("blocking", &self.blocking)
+            .field("deferred", &self.deferred)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
     }
@@ -321,6 +337,7 @@ impl fmt::Debug for FnToolBuilder {
             .field("execution_mode", &self.execution_mode)
             .field("timeout", &self.timeout)
             .field("blocking", &self.blocking)
+            .field("deferred", &self.deferred)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
     }

@@ -8,6 +8,7 @@ extern crate self as pi_tool;
 mod annotations;
 mod content;
 mod context;
+mod defer;
 mod error;
 mod fn_tool;
 mod limits;
@@ -31,6 +32,7 @@ pub mod __private {
 pub use annotations::ToolAnnotations;
 pub use content::{Content, Cost, Usage};
 pub use context::{CallHost, CallSlot, SharedState, State, StateMap, ToolContext, UpdateSink};
+pub use defer::Deferred;
 pub use error::{RegistryError, ToolError};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
 pub use limits::{

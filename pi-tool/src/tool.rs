@@ -66,6 +66,16 @@ pub trait AgentTool: Send + Sync + 'static {
         false
     }
 
+    /// Whether the tool is deferred: known to the agent loop, validated and runnable like any
+    /// other, but its schema is not sent to the model until it is loaded (found by the
+    /// `tool_search` tool, or called by name). With hundreds of tools this keeps requests
+    /// small and the model's choice focused. Default `false`; `#[tool(defer)]`,
+    /// [`FnToolBuilder::deferred`](crate::FnToolBuilder::deferred) and
+    /// [`ToolRegistry::defer_all`](crate::ToolRegistry::defer_all) set it.
+    fn deferred(&self) -> bool {
+        false
+    }
+
     /// Hints for hosts about what the tool does (read-only, destructive, ...); `#[tool]` sets them
     /// from its `read_only`, `destructive`, `idempotent` and `open_world` keys. Never part of
     /// what a model provider receives.

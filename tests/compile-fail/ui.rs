@@ -14,6 +14,8 @@ use std::path::Path;
 fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("ui/*.rs");
+    // Keys that must compile (and whose generated methods answer as documented when run).
+    cases.pass("pass/*.rs");
 }
 
 /// The root README says how many cases there are ("the 47 compile-fail cases"): every such

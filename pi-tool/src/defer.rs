@@ -1,0 +1,138 @@
+//! Deferring tools chosen by the host rather than by their author: a wrapper that answers
+//! `deferred() == true` and forwards everything else, and the registry-level choices built on it
+//! ("defer every tool of this registry", "defer them all past N tools").
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{
+    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, ToolAnnotations, ToolContext,
+    ToolError, ToolRegistry, ToolResult, ToolSpec,
+};
+
+/// A tool made deferred by its host (an MCP import, a plugin set) without touching its code.
+///
+/// Every [`AgentTool`] method is forwarded to the wrapped tool, except
+/// [`deferred`](AgentTool::deferred), which answers `true`. Built by [`Deferred::wrap`] or the
+/// [`ToolRegistry`] methods [`defer_all`](ToolRegistry::defer_all) and
+/// [`defer_when_more_than`](ToolRegistry::defer_when_more_than).
+#[derive(Clone)]
+pub struct Deferred(Arc<dyn AgentTool>);
+
+impl Deferred {
+    /// The tool, deferred. A tool that is deferred already is returned as it is (no second
+    /// wrapper).
+    pub fn wrap(tool: Arc<dyn AgentTool>) -> Arc<dyn AgentTool> {
+        if tool.deferred() {
+            tool
+        } else {
+            Arc::new(Deferred(tool))
+        }
+    }
+
+    /// The wrapped tool.
+    pub fn inner(&self) -> &Arc<dyn AgentTool> {
+        &self.0
+    }
+}
+
+// Keep in step with `AgentTool`: a method added there must be forwarded here, or a deferred
+// tool would silently lose its override.
+impl AgentTool for Deferred {
+    fn spec(&self) -> &ToolSpec {
+        self.0.spec()
+    }
+    fn label(&self) -> &str {
+        self.0.label()
+    }
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.0.execution_mode()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.0.timeout()
+    }
+    fn blocking(&self) -> bool {
+        self.0.blocking()
+    }
+    fn deferred(&self) -> bool {
+        true
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        self.0.annotations()
+    }
+    fn output_schema(&self) -> Option<&Value> {
+        self.0.output_schema()
+    }
+    fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
+        self.0.prepare_arguments(args)
+    }
+    fn rewrites_arguments(&self) -> bool {
+        self.0.rewrites_arguments()
+    }
+    fn validator(&self) -> Option<&ArgumentValidator> {
+        self.0.validator()
+    }
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        self.0.execute(args, ctx)
+    }
+    fn execute_borrowed(
+        &self,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        self.0.execute_borrowed(args, ctx)
+    }
+}
+
+impl fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Deferred")
+            .field(&self.0.spec().name)
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// Defers every tool now in the registry ("defer every tool of this server"): the model
+    /// sees none of their schemas until it loads them with `tool_search` or calls one by name.
+    /// Tools registered later are not affected.
+    ///
+    /// ```
+    /// use pi_tool::{tool_fn, ToolRegistry};
+    /// use serde_json::json;
+    ///
+    /// let ping = tool_fn("ping", "Answer pong.", json!({"type": "object"}), |_, _| async { "pong" })?;
+    /// let tools = ToolRegistry::new().with(ping).defer_all();
+    /// assert!(tools.get("ping").unwrap().deferred());
+    /// # Ok::<(), pi_tool::RegistryError>(())
+    /// ```
+    #[must_use]
+    pub fn defer_all(mut self) -> Self {
+        let names: Vec<String> = self.names().map(str::to_owned).collect();
+        for name in names {
+            if let Some(tool) = self.remove(&name) {
+                self.register_arc(Deferred::wrap(tool));
+            }
+        }
+        self
+    }
+
+    /// A policy: [`defer_all`](Self::defer_all) when the registry holds more than `max_sent`
+    /// tools, else nothing. Below the threshold every schema is cheap enough to send; past it
+    /// the model finds tools with `tool_search` instead.
+    #[must_use]
+    pub fn defer_when_more_than(self, max_sent: usize) -> Self {
+        if self.len() > max_sent {
+            self.defer_all()
+        } else {
+            self
+        }
+    }
+}

@@ -19,6 +19,7 @@ mod schema;
 mod spec;
 mod suggest;
 mod tool;
+mod tool_search;
 mod validate;
 
 mod private;
@@ -48,6 +49,10 @@ pub use run::{
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};
 pub use tool::{AgentTool, BoxFuture};
+pub use tool_search::{
+    DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_SEARCH_LIMIT, SearchMatch, TOOL_SEARCH_NAME,
+    ToolSearch, loaded_by_search,
+};
 pub use validate::{ArgumentValidator, validate_arguments, validate_borrowed, validate_owned};
 
 pub use pi_tool_macros::{tool, tools};

@@ -6,6 +6,7 @@ mod call;
 mod clock;
 mod context;
 mod deadline;
+mod deferred;
 mod emitter;
 mod grace;
 mod guard;
@@ -125,10 +126,13 @@ fn start(
     let AgentContext {
         system_prompt,
         messages,
-        tools,
+        mut tools,
         available,
         mut state,
     } = context;
+    let has_deferred = deferred::Deferral::add_search(&mut tools);
+    let tools = run::tool_set(tools);
+    let deferral = has_deferred.then(|| deferred::Deferral::new(&tools, &messages));
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;
@@ -140,7 +144,8 @@ fn start(
         system_prompt,
         transcript: messages,
         new_messages: Vec::new(),
-        tools: run::tool_set(tools),
+        tools,
+        deferral,
         available,
         state,
         config,

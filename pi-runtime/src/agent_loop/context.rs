@@ -176,6 +176,11 @@ impl ToolSet {
         self.any_sequential
     }
 
+    /// The tools, in order (duplicates of a name included).
+    pub(crate) fn tools(&self) -> &[Arc<dyn AgentTool>] {
+        &self.tools
+    }
+
     pub(crate) fn specs(&self) -> &[ToolSpec] {
         &self.specs
     }

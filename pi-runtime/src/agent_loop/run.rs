@@ -6,6 +6,7 @@ use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
 use tracing::{Instrument, Span};
 
 use super::context::ToolSet;
+use super::deferred::Deferral;
 use super::emitter::Emitter;
 use futures_util::StreamExt;
 
@@ -27,6 +28,8 @@ pub(crate) struct Run {
     pub(crate) transcript: Vec<Arc<Message>>,
     pub(crate) new_messages: Vec<Arc<Message>>,
     pub(crate) tools: ToolSet,
+    /// Which schemas requests carry when some tools are deferred (`None`: all of them).
+    pub(crate) deferral: Option<Deferral>,
     pub(crate) available: ToolRegistry,
     pub(crate) state: StateMap,
     pub(crate) config: AgentLoopConfig,
@@ -65,8 +68,16 @@ impl Run {
                 message: Arc::clone(&message),
             })
             .await;
+        self.observe(&message);
         self.transcript.push(Arc::clone(&message));
         self.new_messages.push(message);
+    }
+
+    /// Loads the deferred tools a message added to the transcript loads.
+    fn observe(&mut self, message: &Message) {
+        if let Some(deferral) = &mut self.deferral {
+            deferral.observe(message, &self.tools);
+        }
     }
 
     async fn poll_source(source: Option<&crate::config::MessageSource>) -> Vec<Message> {
@@ -129,6 +140,9 @@ impl Run {
                     };
                     has_more_tool_calls = !outcome.terminate;
                     self.activate_tools(&outcome.added_tool_names);
+                    for result in &outcome.results {
+                        self.observe(result);
+                    }
                     self.transcript.reserve(outcome.results.len() + 1);
                     self.transcript.extend(outcome.results.iter().cloned());
                     self.new_messages.extend(outcome.results.iter().cloned());
@@ -173,8 +187,15 @@ impl Run {
     /// Brings tools named by results' `added_tool_names` in from the registry of available tools.
     fn activate_tools(&mut self, names: &[String]) {
         for name in names {
+            if self.tools.get(name).is_some() {
+                // Already in the set (a deferred tool a search loaded, say).
+                continue;
+            }
             match self.available.get(name) {
                 Some(tool) => {
+                    if let Some(deferral) = &mut self.deferral {
+                        deferral.activated(tool.as_ref());
+                    }
                     self.tools.activate(tool);
                 }
                 None => tracing::warn!(
@@ -239,6 +260,7 @@ impl Run {
                 message: Arc::clone(&message),
             })
             .await;
+        self.observe(&message);
         self.transcript.push(Arc::clone(&message));
         message
     }
@@ -273,7 +295,10 @@ impl Run {
         let context = Context {
             system_prompt: &self.system_prompt,
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),
-            tools: self.tools.specs(),
+            tools: match &self.deferral {
+                Some(deferral) => deferral.specs(),
+                None => self.tools.specs(),
+            },
         };
         // One panic guard around the whole response (not one per streamed event).
         let streamed = guarded(|| self.stream_response(context, options, started)).await;

@@ -1,0 +1,141 @@
+//! Deferred tools in a run: which schemas a request carries, and when a deferred tool is loaded.
+//!
+//! A deferred tool ([`AgentTool::deferred`]) is in the run's tool set from the start, so a call
+//! to it is validated and run like any other; only its schema is held back. When the run has
+//! deferred tools, the built-in `tool_search` ([`ToolSearch`], over the deferred tools) is
+//! offered as well, unless the context already has a tool of that name.
+//!
+//! **Loaded tools are transcript state.** A deferred tool is loaded from the first message on
+//! that is either a `tool_search` result naming it (its details, read by [`loaded_by_search`])
+//! or an assistant message calling it (the model named it). The loaded set is derived from the
+//! transcript when a run starts and kept up to date as messages are added, so a session resumed
+//! from its messages (a session file, a durable log) loads the same tools with no extra state.
+//! A transcript rewritten by compaction loses the loads whose messages it drops, as the model
+//! loses the search results themselves.
+//!
+//! **Order keeps the prompt cache.** The request's tool list only grows at its end: the
+//! non-deferred tools in the context's order, then `tool_search`, then each tool in the order it
+//! was loaded (or activated by a result's `added_tool_names`). A resumed run derives the same
+//! order from the same transcript, so its first request repeats the last one's tool prefix.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use pi_tool::{AgentTool, TOOL_SEARCH_NAME, ToolSearch, ToolSpec, loaded_by_search};
+
+use super::context::ToolSet;
+use crate::message::Message;
+
+/// The request-side view of a run's deferred tools.
+pub(crate) struct Deferral {
+    /// Names of the deferred tools in the tool set.
+    deferred: HashSet<String>,
+    /// Names whose spec is in `specs` (sent, loaded or not deferred).
+    visible: HashSet<String>,
+    /// What each request carries, in the order the tools became visible.
+    specs: Vec<ToolSpec>,
+}
+
+impl Deferral {
+    /// Adds `tool_search` to `tools` when some of them are deferred (and none is named
+    /// `tool_search`); returns whether any is deferred. Without deferred tools nothing changes
+    /// and the run keeps no deferral state.
+    pub(crate) fn add_search(tools: &mut Vec<Arc<dyn AgentTool>>) -> bool {
+        let deferred: Vec<Arc<dyn AgentTool>> =
+            tools.iter().filter(|t| t.deferred()).cloned().collect();
+        if deferred.is_empty() {
+            return false;
+        }
+        if !tools.iter().any(|t| t.spec().name == TOOL_SEARCH_NAME) {
+            tools.push(Arc::new(search_over(deferred)));
+        }
+        true
+    }
+
+    /// The state at the start of a run: the non-deferred tools of `tools` in their order, then
+    /// what `transcript` loaded, in the order it loaded them.
+    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>]) -> Deferral {
+        let mut deferral = Deferral {
+            deferred: HashSet::new(),
+            visible: HashSet::new(),
+            specs: Vec::new(),
+        };
+        for tool in tools.tools() {
+            if tool.deferred() {
+                deferral.deferred.insert(tool.spec().name.clone());
+            } else {
+                deferral.show(tool.spec());
+            }
+        }
+        for message in transcript {
+            deferral.observe(message, tools);
+        }
+        deferral
+    }
+
+    /// The specs the next request carries.
+    pub(crate) fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Loads what `message` loads: the tools a `tool_search` result names, the deferred tools
+    /// an assistant message calls.
+    pub(crate) fn observe(&mut self, message: &Message, tools: &ToolSet) {
+        match message {
+            Message::Assistant(assistant) => {
+                for block in assistant.tool_calls() {
+                    self.load(&block.call.name, tools);
+                }
+            }
+            Message::ToolResult(result)
+                if result.tool_name == TOOL_SEARCH_NAME && !result.is_error =>
+            {
+                for name in loaded_by_search(&result.details) {
+                    self.load(name, tools);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A tool a result's `added_tool_names` brought into the tool set: sent from now on,
+    /// deferred or not (the result asked for it by name).
+    pub(crate) fn activated(&mut self, tool: &dyn AgentTool) {
+        if tool.deferred() {
+            self.deferred.insert(tool.spec().name.clone());
+        }
+        self.show(tool.spec());
+    }
+
+    fn load(&mut self, name: &str, tools: &ToolSet) {
+        if !self.deferred.contains(name) || self.visible.contains(name) {
+            return;
+        }
+        if let Some(tool) = tools.get(name) {
+            self.show(tool.spec());
+        }
+    }
+
+    fn show(&mut self, spec: &ToolSpec) {
+        if self.visible.insert(spec.name.clone()) {
+            self.specs.push(spec.clone());
+        }
+    }
+}
+
+/// The search tool over these deferred tools; built once per tool set: a run over the same
+/// tools (the same `Arc`s, as an `Agent` passes them prompt after prompt) reuses the last index.
+fn search_over(deferred: Vec<Arc<dyn AgentTool>>) -> ToolSearch {
+    type Cached = (Vec<Arc<dyn AgentTool>>, ToolSearch);
+    static LAST: Mutex<Option<Cached>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((tools, search)) = last.as_ref()
+        && tools.len() == deferred.len()
+        && tools.iter().zip(&deferred).all(|(a, b)| Arc::ptr_eq(a, b))
+    {
+        return search.clone();
+    }
+    let search = ToolSearch::new(&deferred);
+    *last = Some((deferred, search.clone()));
+    search
+}

@@ -54,6 +54,12 @@ impl AgentTool for DurableTool {
         self.inner.annotations()
     }
 
+    /// A deferred tool stays deferred in a durable session; what was loaded comes back with the
+    /// journaled transcript.
+    fn deferred(&self) -> bool {
+        self.inner.deferred()
+    }
+
     fn output_schema(&self) -> Option<&Value> {
         self.inner.output_schema()
     }

@@ -98,11 +98,10 @@ impl ToolSearch {
         let mut specs: Vec<&ToolSpec> = tools.into_iter().map(|tool| tool.spec()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         specs.dedup_by(|a, b| a.name == b.name);
-        let documents: Vec<Vec<(String, u32)>> = specs.iter().map(|spec| document(spec)).collect();
         let index = Index {
             names: specs.iter().map(|spec| spec.name.clone()).collect(),
             descriptions: specs.iter().map(|spec| spec.description.clone()).collect(),
-            bm25: Bm25::build(&documents),
+            bm25: Bm25::build(specs.iter().map(|spec| document(spec))),
         };
         ToolSearch {
             spec: Arc::new(search_spec()),

@@ -5,7 +5,7 @@
 //! gathers candidates in a `HashSet`, so equal scores come back in an order that changes from
 //! run to run, and its tokenizer, which neither splits identifiers nor can be kept without its
 //! five dependencies (`cached`, `stop-words`, `rust-stemmers`, ...), is most of what it offers.
-//! What remains is the 60 lines below: exact terms, each posting's weight computed once at
+//! What remains is the 100 lines below: exact terms, each posting's weight computed once at
 //! build time, and ties broken by document order (the tools' names), so a search is
 //! deterministic.
 
@@ -19,56 +19,79 @@ const B: f32 = 0.75;
 /// An inverted index whose postings carry their finished BM25 weight (idf × saturated tf).
 #[derive(Debug, Default)]
 pub(crate) struct Bm25 {
-    /// Term -> its postings: (document, weight), in document order.
-    postings: HashMap<String, Vec<(u32, f32)>>,
+    /// Term -> its id (its position in `postings`).
+    vocabulary: HashMap<String, u32>,
+    /// Per term id: (document, weight), in document order.
+    postings: Vec<Vec<(u32, f32)>>,
     documents: usize,
 }
 
 impl Bm25 {
     /// Indexes documents given as (term, how many times it counts) lists; a document's id is
-    /// its position.
-    pub(crate) fn build(documents: &[Vec<(String, u32)>]) -> Self {
-        let lengths: Vec<f32> = documents
-            .iter()
-            .map(|terms| terms.iter().map(|(_, n)| *n as f32).sum())
-            .collect();
-        let average = if documents.is_empty() {
-            1.0
-        } else {
-            (lengths.iter().sum::<f32>() / documents.len() as f32).max(1.0)
-        };
-        let mut frequencies: HashMap<&str, Vec<(u32, u32)>> = HashMap::new();
-        for (doc, terms) in documents.iter().enumerate() {
-            let mut counts: HashMap<&str, u32> = HashMap::new();
+    /// its position. Terms are interned as they come, so the build allocates once per distinct
+    /// term, not per occurrence.
+    pub(crate) fn build<D, T>(documents: D) -> Self
+    where
+        D: IntoIterator<Item = T>,
+        T: IntoIterator<Item = (String, u32)>,
+    {
+        let mut vocabulary: HashMap<String, u32> = HashMap::new();
+        let mut frequencies: Vec<Vec<(u32, u32)>> = Vec::new();
+        let mut lengths: Vec<f32> = Vec::new();
+        let mut counts: Vec<(u32, u32)> = Vec::new();
+        for (doc, terms) in documents.into_iter().enumerate() {
+            counts.clear();
             for (term, n) in terms {
-                *counts.entry(term.as_str()).or_default() += n;
+                let id = match vocabulary.get(term.as_str()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = frequencies.len() as u32;
+                        vocabulary.insert(term, id);
+                        frequencies.push(Vec::new());
+                        id
+                    }
+                };
+                counts.push((id, n));
             }
-            for (term, tf) in counts {
-                frequencies.entry(term).or_default().push((doc as u32, tf));
+            lengths.push(counts.iter().map(|(_, n)| *n as f32).sum());
+            counts.sort_unstable_by_key(|(id, _)| *id);
+            let mut i = 0;
+            while i < counts.len() {
+                let (id, mut tf) = counts[i];
+                i += 1;
+                while i < counts.len() && counts[i].0 == id {
+                    tf += counts[i].1;
+                    i += 1;
+                }
+                frequencies[id as usize].push((doc as u32, tf));
             }
         }
-        let n = documents.len() as f32;
+        let documents = lengths.len();
+        let average = if documents == 0 {
+            1.0
+        } else {
+            (lengths.iter().sum::<f32>() / documents as f32).max(1.0)
+        };
+        let n = documents as f32;
         let postings = frequencies
             .into_iter()
-            .map(|(term, mut docs)| {
-                docs.sort_unstable_by_key(|(doc, _)| *doc);
+            .map(|docs| {
                 let df = docs.len() as f32;
                 // Lucene's idf: never negative, even for a term in every document.
                 let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                let weighted = docs
-                    .into_iter()
+                docs.into_iter()
                     .map(|(doc, tf)| {
                         let tf = tf as f32;
                         let norm = K1 * (1.0 - B + B * lengths[doc as usize] / average);
                         (doc, idf * tf * (K1 + 1.0) / (tf + norm))
                     })
-                    .collect();
-                (term.to_owned(), weighted)
+                    .collect()
             })
             .collect();
         Bm25 {
+            vocabulary,
             postings,
-            documents: documents.len(),
+            documents,
         }
     }
 
@@ -76,14 +99,18 @@ impl Bm25 {
     /// those that match some term. Equal scores come in document order. A repeated query term
     /// counts once.
     pub(crate) fn search(&self, query: &[String], limit: usize) -> Vec<(u32, f32)> {
+        let mut ids: Vec<u32> = query
+            .iter()
+            .filter_map(|term| self.vocabulary.get(term.as_str()).copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Vec::new();
+        }
         let mut scores = vec![0.0_f32; self.documents];
-        let mut seen: Vec<&str> = Vec::with_capacity(query.len());
-        for term in query {
-            if seen.contains(&term.as_str()) {
-                continue;
-            }
-            seen.push(term);
-            for &(doc, weight) in self.postings.get(term).map_or(&[][..], Vec::as_slice) {
+        for id in ids {
+            for &(doc, weight) in &self.postings[id as usize] {
                 scores[doc as usize] += weight;
             }
         }
@@ -114,7 +141,7 @@ mod tests {
     #[test]
     fn matches_the_formula() {
         // Two documents; "cat" in one of them, once, in a document of average length.
-        let index = Bm25::build(&[doc("cat dog"), doc("dog bird")]);
+        let index = Bm25::build([doc("cat dog"), doc("dog bird")]);
         let hits = index.search(&["cat".to_owned()], 10);
         let idf = (1.0_f32 + (2.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
         let expected = idf * (K1 + 1.0) / (1.0 + K1);
@@ -128,7 +155,7 @@ mod tests {
 
     #[test]
     fn rare_terms_and_short_documents_rank_higher() {
-        let index = Bm25::build(&[
+        let index = Bm25::build([
             doc("read file from disk"),
             doc("read file"),
             doc("write file to disk now please"),
@@ -140,11 +167,15 @@ mod tests {
 
     #[test]
     fn ties_break_by_document_order_and_limit_applies() {
-        let index = Bm25::build(&[doc("x a"), doc("x b"), doc("x c"), doc("y")]);
+        let index = Bm25::build([doc("x a"), doc("x b"), doc("x c"), doc("y")]);
         let hits = index.search(&["x".to_owned(), "x".to_owned()], 2);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [0, 1]);
         assert!(index.search(&["zzz".to_owned()], 5).is_empty());
         assert!(index.search(&[], 5).is_empty());
-        assert!(Bm25::build(&[]).search(&["x".to_owned()], 5).is_empty());
+        assert!(
+            Bm25::build(Vec::<Vec<(String, u32)>>::new())
+                .search(&["x".to_owned()], 5)
+                .is_empty()
+        );
     }
 }

@@ -10,70 +10,72 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// The terms of `text`, in order, with repeats (term frequency counts them).
+///
+/// Splits on anything not alphanumeric, then at camelCase boundaries: `getHTTPResponse` ->
+/// `get`, `HTTP`, `Response`. Digits stay with the letters before them (`s3`, `ec2`). One
+/// allocation per term (its lowercase form), none for the splitting.
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for word in words(text) {
-        let lower = word.to_lowercase();
-        if STOP_WORDS.contains(&lower.as_str()) {
-            continue;
+    for part in text.split(|c: char| !c.is_alphanumeric()) {
+        let mut start = 0;
+        let mut prev: Option<char> = None;
+        let mut chars = part.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            if let Some(p) = prev {
+                let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+                // `aB` starts a word at B; `ABc` starts one at B (the end of an acronym).
+                let boundary = c.is_uppercase()
+                    && (p.is_lowercase() || p.is_numeric() || (p.is_uppercase() && next_lower));
+                if boundary {
+                    push_term(&part[start..at], &mut out);
+                    start = at;
+                }
+            }
+            prev = Some(c);
         }
-        out.push(stem(&lower));
+        push_term(&part[start..], &mut out);
     }
     out
 }
 
-/// Splits on anything not alphanumeric, then at camelCase boundaries: `getHTTPResponse` ->
-/// `get`, `HTTP`, `Response`. Digits stay with the letters before them (`s3`, `ec2`).
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|part| !part.is_empty())
-        .flat_map(split_camel)
-}
-
-fn split_camel(part: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = part.char_indices().collect();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let (at, c) = chars[i];
-        let prev = chars[i - 1].1;
-        let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
-        // `aB` starts a word at B; `ABc` starts one at B (the end of an acronym).
-        let boundary = c.is_uppercase()
-            && (prev.is_lowercase() || prev.is_numeric() || (prev.is_uppercase() && next_lower));
-        if boundary {
-            pieces.push(&part[start..at]);
-            start = at;
-        }
+fn push_term(word: &str, out: &mut Vec<String>) {
+    if word.is_empty() {
+        return;
     }
-    pieces.push(&part[start..]);
-    pieces
+    let lower = if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+    };
+    if STOP_WORDS.contains(&lower.as_str()) {
+        return;
+    }
+    out.push(stem(lower));
 }
 
 /// A light English suffix stripper (plural `-ies`/`-es`/`-s` after Harman's S-stemmer, then
 /// `-ing`, `-ed` and a final `e`), applied alike to tools and queries. It keeps at least three
 /// characters, so short words are left alone.
-fn stem(word: &str) -> String {
-    let mut w = word.to_owned();
-    if w.chars().count() <= 3 || !w.is_ascii() {
+fn stem(word: String) -> String {
+    let mut w = word;
+    if w.len() <= 3 || !w.is_ascii() {
         return w;
     }
-    if let Some(base) = w.strip_suffix("ies") {
-        if !base.ends_with('e') && !base.ends_with('a') {
-            w = format!("{base}y");
+    if w.ends_with("ies") {
+        if !w.ends_with("eies") && !w.ends_with("aies") {
+            w.truncate(w.len() - 3);
+            w.push('y');
         }
-    } else if let Some(base) = w.strip_suffix("es") {
-        if !base.ends_with('a') && !base.ends_with('e') && !base.ends_with('o') {
-            w = format!("{base}e");
+    } else if w.ends_with("es") {
+        if !w.ends_with("aes") && !w.ends_with("ees") && !w.ends_with("oes") {
+            w.pop(); // -es -> -e
         }
     } else if w.ends_with('s') && !w.ends_with("us") && !w.ends_with("ss") {
         w.pop();
     }
     for suffix in ["ing", "ed"] {
-        if let Some(base) = w.strip_suffix(suffix)
-            && base.len() >= 3
-        {
-            w.truncate(base.len());
+        if w.ends_with(suffix) && w.len() - suffix.len() >= 3 {
+            w.truncate(w.len() - suffix.len());
             break;
         }
     }

@@ -304,3 +304,41 @@ async fn a_tool_of_its_own_named_tool_search_is_kept() {
     assert_eq!(requests[0].tools[1].description, "The host's own search.");
     assert_eq!(results(&agent)[0].2, r#"done: {"q":"x"}"#);
 }
+
+#[tokio::test]
+async fn a_transcript_naming_unknown_or_eager_tools_or_garbage_loads_only_what_it_can() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let search_result = |id: &str, details: Value| {
+        Message::ToolResult(pi_runtime::ToolResultMessage {
+            tool_call_id: id.to_owned(),
+            tool_name: TOOL_SEARCH_NAME.to_owned(),
+            content: Vec::new(),
+            details,
+            is_error: false,
+            duration_ms: None,
+            timestamp: 0,
+        })
+    };
+    let transcript = vec![
+        Message::user("earlier"),
+        Message::Assistant(calls("s1", TOOL_SEARCH_NAME, json!({"query": "x"}))),
+        // A tool the registry no longer has, an eager tool, and a deferred one.
+        search_result(
+            "s1",
+            json!({"tools": ["gone_tool", "echo", "slack_post_message"]}),
+        ),
+        Message::Assistant(calls("s2", TOOL_SEARCH_NAME, json!({"query": "y"}))),
+        search_result("s2", json!({"tools": 5})),
+        Message::Assistant(calls("s3", TOOL_SEARCH_NAME, json!({"query": "z"}))),
+        search_result("s3", json!("not an object")),
+        Message::Assistant(text("ok")),
+    ];
+    let model = Arc::new(ScriptedModel::new([text("hi")]));
+    let agent = Agent::new(model.clone()).with_tools(registry(&ran));
+    agent.replace_messages(transcript.into_iter().map(Arc::new).collect());
+    agent.prompt("again").await.unwrap();
+    assert_eq!(
+        names(&model.requests()[0]),
+        ["echo", TOOL_SEARCH_NAME, "slack_post_message"]
+    );
+}

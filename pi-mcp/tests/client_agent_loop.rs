@@ -137,3 +137,59 @@ async fn an_agent_runs_an_mcp_servers_tools() {
         assert!(offered.contains(&name), "{name} not in {offered:?}");
     }
 }
+
+/// `defer_tools`: the server's tools are known to the loop but not sent; `tool_search` finds
+/// one by what it does, and the model calls it from the next turn on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_servers_tools_are_found_by_tool_search() {
+    let Some(deps) = test_deps("node_modules/@modelcontextprotocol/server-everything") else {
+        return;
+    };
+    let client = within(
+        Duration::from_secs(60),
+        "connecting",
+        McpClient::stdio(server_everything(&deps))
+            .prefix("everything")
+            .defer_tools()
+            .discard_stderr()
+            .connect(),
+    )
+    .await
+    .expect("connects");
+    let mut tools = ToolRegistry::new();
+    client.add_to(&mut tools);
+    assert!(tools.tools().all(|tool| tool.deferred()));
+
+    let model = Arc::new(ScriptedModel::new([
+        calls(&[(
+            "s1",
+            "tool_search",
+            json!({"query": "sum of two numbers", "limit": 1}),
+        )]),
+        calls(&[("c1", "everything__get-sum", json!({"a": 1, "b": 2}))]),
+        AssistantMessage::new(vec![AssistantContent::text("3")], StopReason::Stop),
+    ]));
+    let agent = Agent::new(model.clone()).with_tools(tools);
+    within(
+        Duration::from_secs(60),
+        "the agent run",
+        agent.prompt("1+2?"),
+    )
+    .await
+    .expect("idle agent");
+
+    let requests = model.requests();
+    assert_eq!(requests[0].tool_names(), ["tool_search"]);
+    assert_eq!(
+        requests[1].tool_names(),
+        ["tool_search", "everything__get-sum"]
+    );
+    let last = agent.messages();
+    let sum = last
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .find(|r| r.tool_call_id == "c1")
+        .expect("the call's result");
+    assert!(!sum.is_error, "{}", sum.text());
+    assert_eq!(sum.text(), "The sum of 1 and 2 is 3.");
+}

@@ -82,6 +82,7 @@ pub struct McpClientBuilder {
     target: Target,
     prefix: Option<String>,
     call_timeout: Duration,
+    defer_tools: bool,
     connect_timeout: Duration,
     headers: Vec<(String, String)>,
     bearer_token: Option<String>,
@@ -106,6 +107,7 @@ impl std::fmt::Debug for McpClientBuilder {
             .field("server", &self.target.describe())
             .field("prefix", &self.prefix)
             .field("call_timeout", &self.call_timeout)
+            .field("defer_tools", &self.defer_tools)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +118,7 @@ impl McpClientBuilder {
             target,
             prefix: None,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            defer_tools: false,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             headers: Vec::new(),
             bearer_token: None,
@@ -163,6 +166,15 @@ impl McpClientBuilder {
     #[must_use]
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Defers every tool of this server ("defer every tool of this server"), also those a
+    /// changed tool list brings: the agent loop sends none of their schemas until the model
+    /// loads them with `tool_search` or calls one by name (pi-tool's `AgentTool::deferred`).
+    #[must_use]
+    pub fn defer_tools(mut self) -> Self {
+        self.defer_tools = true;
         self
     }
 
@@ -397,6 +409,7 @@ impl McpClientBuilder {
             service,
             label,
             self.call_timeout,
+            self.defer_tools,
             waits,
             elicitation,
             transports.http_state(),

@@ -16,6 +16,8 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, PiClientHandler>,
     label: String,
     call_timeout: Duration,
+    /// Every tool of this server is deferred (`McpClientBuilder::defer_tools`).
+    defer_tools: bool,
     waits: Arc<UserWaits>,
     elicitation: Elicitation,
     http: Option<Arc<HttpState>>,
@@ -26,6 +28,7 @@ impl Connection {
         service: RunningService<RoleClient, PiClientHandler>,
         label: String,
         call_timeout: Duration,
+        defer_tools: bool,
         waits: Arc<UserWaits>,
         elicitation: Elicitation,
         http: Option<Arc<HttpState>>,
@@ -34,6 +37,7 @@ impl Connection {
             service,
             label,
             call_timeout,
+            defer_tools,
             waits,
             elicitation,
             http,
@@ -70,6 +74,10 @@ impl Connection {
 
     pub(crate) fn call_timeout(&self) -> Duration {
         self.call_timeout
+    }
+
+    pub(crate) fn defer_tools(&self) -> bool {
+        self.defer_tools
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -138,6 +138,11 @@ impl AgentTool for McpTool {
         self.annotations
     }
 
+    /// Whether the client was built with `defer_tools`.
+    fn deferred(&self) -> bool {
+        self.connection.defer_tools()
+    }
+
     /// The server's `outputSchema`, when it declared one.
     fn output_schema(&self) -> Option<&Value> {
         self.output_schema.as_ref()

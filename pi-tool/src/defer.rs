@@ -1,6 +1,6 @@
 //! Deferring tools chosen by the host rather than by their author: a wrapper that answers
 //! `deferred() == true` and forwards everything else, and the registry-level choices built on it
-//! ("defer every tool of this registry", "defer them all past N tools").
+//! ("defer every tool of this registry", "defer them all past N tools or K bytes of schema").
 
 use std::fmt;
 use std::sync::Arc;
@@ -134,5 +134,38 @@ impl ToolRegistry {
         } else {
             self
         }
+    }
+
+    /// A policy by size: [`defer_all`](Self::defer_all) when the tools' specs (name,
+    /// description and parameter schema, as compact JSON) take more than `max_bytes` together,
+    /// else nothing. Bytes are what a request pays per turn, whatever the number of tools.
+    ///
+    /// ```
+    /// use pi_tool::{tool_fn, ToolRegistry};
+    /// use serde_json::json;
+    ///
+    /// let ping = tool_fn("ping", "Answer pong.", json!({"type": "object"}), |_, _| async { "pong" })?;
+    /// let tools = ToolRegistry::new().with(ping);
+    /// // {"name":"ping","description":"Answer pong.","parameters":{"type":"object"}}
+    /// assert_eq!(tools.schema_bytes(), 75);
+    /// assert!(!tools.clone().defer_when_schemas_exceed(75).get("ping").unwrap().deferred());
+    /// assert!(tools.defer_when_schemas_exceed(74).get("ping").unwrap().deferred());
+    /// # Ok::<(), pi_tool::RegistryError>(())
+    /// ```
+    #[must_use]
+    pub fn defer_when_schemas_exceed(self, max_bytes: usize) -> Self {
+        if self.schema_bytes() > max_bytes {
+            self.defer_all()
+        } else {
+            self
+        }
+    }
+
+    /// The size of every tool's spec as compact JSON, added up: about what sending them all
+    /// costs a request (each API wraps them a little differently).
+    pub fn schema_bytes(&self) -> usize {
+        self.specs()
+            .map(|spec| serde_json::to_vec(spec).map_or(0, |bytes| bytes.len()))
+            .sum()
     }
 }

@@ -204,6 +204,10 @@ pub struct Args {
     /// Ignore the mcpServers files (~/.pi/agent/mcp.json, .mcp.json, .pi/mcp.json)
     #[arg(long)]
     pub no_mcp_config: bool,
+    /// Send every MCP tool's schema with every request (past 30 MCP tools they are deferred by
+    /// default, and the model finds them with tool_search)
+    #[arg(long)]
+    pub mcp_tools_direct: bool,
     /// A subcommand instead of a session (`pi mcp serve`)
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -706,7 +710,9 @@ impl Tools {
             asks.then(|| Arc::clone(input)),
             |warning| eprintln!("{warning}"),
         );
-        let mcp = McpTools::connect_with(&config, &setup, |warning| eprintln!("{warning}")).await;
+        let mut mcp =
+            McpTools::connect_with(&config, &setup, |warning| eprintln!("{warning}")).await;
+        mcp.send_directly(args.mcp_tools_direct);
         Ok(Tools { builtins, mcp })
     }
 

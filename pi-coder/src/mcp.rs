@@ -29,6 +29,11 @@ pub const PROJECT_CONFIG_FILES: [&str; 2] = [".mcp.json", ".pi/mcp.json"];
 /// Where signed-in MCP servers' OAuth tokens are kept, in pi's agent directory (mode 0600).
 pub const OAUTH_TOKENS_FILE: &str = "mcp-oauth.json";
 
+/// Past this many MCP tools (all servers together), their schemas are deferred: the model finds
+/// them with `tool_search` instead of reading every schema in every request.
+/// `--mcp-tools-direct` sends them all.
+pub const DEFER_MCP_TOOLS_PAST: usize = 30;
+
 /// The servers `pi` should start, split by how far they are trusted.
 #[derive(Debug, Default)]
 pub struct McpServers {
@@ -461,6 +466,8 @@ fn field_value(property: &Value, line: &str) -> Option<Value> {
 pub struct McpTools {
     clients: Vec<McpClient>,
     watches: Vec<tokio::sync::watch::Receiver<McpToolList>>,
+    /// Send every MCP schema, however many tools there are (`--mcp-tools-direct`).
+    direct: bool,
 }
 
 impl McpTools {
@@ -510,21 +517,20 @@ impl McpTools {
         &self.clients
     }
 
+    /// Sends every MCP tool's schema with every request, however many there are (by default
+    /// they are deferred past [`DEFER_MCP_TOOLS_PAST`]).
+    pub fn send_directly(&mut self, direct: bool) {
+        self.direct = direct;
+    }
+
     /// Adds every server's current tools to `registry`; a name that is already taken (a
-    /// built-in tool) keeps its tool, and the MCP tool is reported through `warn`.
-    pub fn add_to(&self, registry: &mut ToolRegistry, mut warn: impl FnMut(String)) {
-        for client in &self.clients {
-            for tool in client.tools() {
-                let name = tool.spec().name.clone();
-                if registry.contains(&name) {
-                    warn(format!(
-                        "pi: MCP tool {name} left out: a tool of that name already exists"
-                    ));
-                } else {
-                    registry.register_arc(tool);
-                }
-            }
-        }
+    /// built-in tool) keeps its tool, and the MCP tool is reported through `warn`. Past
+    /// [`DEFER_MCP_TOOLS_PAST`] tools (unless [`send_directly`](Self::send_directly)) they are
+    /// deferred.
+    pub fn add_to(&self, registry: &mut ToolRegistry, warn: impl FnMut(String)) {
+        let tools = self.clients.iter().flat_map(McpClient::tools).collect();
+        let defer_past = (!self.direct).then_some(DEFER_MCP_TOOLS_PAST);
+        register(registry, tools, defer_past, warn);
     }
 
     /// Whether a server's tool list changed since the last call (then build the registry again
@@ -538,6 +544,29 @@ impl McpTools {
             }
         }
         changed
+    }
+}
+
+/// Registers MCP `tools` (deferred when there are more than `defer_past`), leaving out those
+/// whose name is taken.
+fn register(
+    registry: &mut ToolRegistry,
+    tools: Vec<Arc<dyn pi_tool::AgentTool>>,
+    defer_past: Option<usize>,
+    mut warn: impl FnMut(String),
+) {
+    let defer = defer_past.is_some_and(|limit| tools.len() > limit);
+    for tool in tools {
+        let name = tool.spec().name.clone();
+        if registry.contains(&name) {
+            warn(format!(
+                "pi: MCP tool {name} left out: a tool of that name already exists"
+            ));
+        } else if defer {
+            registry.register_arc(pi_tool::Deferred::wrap(tool));
+        } else {
+            registry.register_arc(tool);
+        }
     }
 }
 
@@ -660,6 +689,61 @@ mod tests {
             terminal("c\n").0.elicit(url).await,
             ElicitationResponse::Cancel
         );
+    }
+
+    fn tools(count: usize) -> Vec<Arc<dyn pi_tool::AgentTool>> {
+        (0..count)
+            .map(|i| {
+                let tool = pi_tool::tool_fn(
+                    format!("srv__tool_{i}"),
+                    "A server tool.",
+                    json!({"type": "object"}),
+                    |_, _| async { "ok" },
+                )
+                .unwrap();
+                Arc::new(tool) as Arc<dyn pi_tool::AgentTool>
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mcp_tools_are_deferred_past_the_threshold_unless_sent_directly() {
+        let mut few = ToolRegistry::new();
+        register(
+            &mut few,
+            tools(DEFER_MCP_TOOLS_PAST),
+            Some(DEFER_MCP_TOOLS_PAST),
+            |_| {},
+        );
+        assert!(few.tools().all(|tool| !tool.deferred()));
+        let mut many = ToolRegistry::new();
+        register(
+            &mut many,
+            tools(DEFER_MCP_TOOLS_PAST + 1),
+            Some(DEFER_MCP_TOOLS_PAST),
+            |_| {},
+        );
+        assert_eq!(many.len(), DEFER_MCP_TOOLS_PAST + 1);
+        assert!(many.tools().all(|tool| tool.deferred()));
+        let mut direct = ToolRegistry::new();
+        register(&mut direct, tools(DEFER_MCP_TOOLS_PAST + 1), None, |_| {});
+        assert!(direct.tools().all(|tool| !tool.deferred()));
+        // A taken name keeps its tool, deferred or not.
+        let mut taken = ToolRegistry::new().with(
+            pi_tool::tool_fn(
+                "srv__tool_0",
+                "Built in.",
+                json!({"type": "object"}),
+                |_, _| async { "" },
+            )
+            .unwrap(),
+        );
+        let mut warnings = Vec::new();
+        register(&mut taken, tools(40), Some(DEFER_MCP_TOOLS_PAST), |w| {
+            warnings.push(w)
+        });
+        assert!(!taken.get("srv__tool_0").unwrap().deferred());
+        assert_eq!(warnings.len(), 1);
     }
 
     fn write(path: &Path, text: &str) {

@@ -47,6 +47,7 @@ fn help_lists_the_modes_and_options() {
         "--resume",
         "--mcp",
         "--no-mcp-config",
+        "--mcp-tools-direct",
     ] {
         assert!(help.contains(option), "{option} missing from:\n{help}");
     }

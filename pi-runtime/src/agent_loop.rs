@@ -5,12 +5,9 @@ mod batch;
 mod call;
 mod clock;
 mod context;
-mod deadline;
 mod emitter;
-mod grace;
 mod guard;
 mod host;
-mod limits;
 mod run;
 mod spans;
 mod stream;
@@ -143,6 +140,7 @@ fn start(
         tools: run::tool_set(tools),
         available,
         state,
+        limits: config.call_limits(),
         config,
         model,
         signal,

@@ -16,13 +16,6 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
 /// The default [`CallLimits::abort_grace`]: one second.
 pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
 
-/// The default [`CallLimits::max_nesting_depth`]: 8 levels of tools calling tools.
-///
-/// Why: a tool that calls tools (a code-mode script, a "research" tool) rarely goes past two
-/// levels; eight leaves room and stops a tool that calls itself by mistake long before it
-/// exhausts the stack or the model's patience.
-pub const DEFAULT_MAX_NESTING_DEPTH: usize = 8;
-
 /// The bounds of one tool call, the same in every host.
 ///
 /// - [`arguments`](Self::arguments): the size and depth of the arguments, checked before
@@ -32,9 +25,7 @@ pub const DEFAULT_MAX_NESTING_DEPTH: usize = 8;
 ///   cancelled, the tool gets [`abort_grace`](Self::abort_grace) to answer, and the result is
 ///   `Tool <name> timed out after <timeout>`;
 /// - [`max_result_bytes`](Self::max_result_bytes): the most text one result may carry; the
-///   rest is cut, with a note saying how much was dropped;
-/// - [`max_nesting_depth`](Self::max_nesting_depth): how deeply tools may call tools
-///   ([`ToolContext::call_tool`](crate::ToolContext::call_tool)).
+///   rest is cut, with a note saying how much was dropped.
 ///
 /// ```
 /// use std::time::Duration;
@@ -63,8 +54,6 @@ pub struct CallLimits {
     /// The most bytes of text one result may carry. Default [`DEFAULT_MAX_RESULT_BYTES`].
     /// Images do not count: what they cost a model depends on their size in pixels.
     pub max_result_bytes: usize,
-    /// How many levels of nested calls a call may make. Default [`DEFAULT_MAX_NESTING_DEPTH`].
-    pub max_nesting_depth: usize,
 }
 
 impl Default for CallLimits {
@@ -81,7 +70,6 @@ impl CallLimits {
         timeout: None,
         abort_grace: DEFAULT_ABORT_GRACE,
         max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
-        max_nesting_depth: DEFAULT_MAX_NESTING_DEPTH,
     };
 
     /// Sets [`arguments`](Self::arguments).
@@ -116,13 +104,6 @@ impl CallLimits {
     #[must_use]
     pub const fn max_result_bytes(mut self, bytes: usize) -> Self {
         self.max_result_bytes = bytes;
-        self
-    }
-
-    /// Sets [`max_nesting_depth`](Self::max_nesting_depth).
-    #[must_use]
-    pub const fn max_nesting_depth(mut self, depth: usize) -> Self {
-        self.max_nesting_depth = depth;
         self
     }
 

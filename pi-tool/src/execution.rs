@@ -53,6 +53,7 @@ fn short_duration(duration: Duration) -> String {
 /// error, followed by `Tool <name> timed out after <timeout>`; a tool that does not answer in
 /// time gets that text alone. `Err`s and panics become error results, as in
 /// [`execute_prepared`].
+#[inline]
 pub fn execute_within<'a>(
     tool: &'a Arc<dyn AgentTool>,
     raw_arguments: &'a Value,
@@ -93,6 +94,7 @@ enum Running<'a> {
 impl Future for ToolRun<'_> {
     type Output = ToolResult;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolResult> {
         match &mut self.0 {
             Running::Plain(call) => Pin::new(call).poll(cx),

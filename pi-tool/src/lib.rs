@@ -12,7 +12,9 @@ mod context;
 mod error;
 mod execution;
 mod fn_tool;
+mod gate;
 mod limits;
+mod pipeline;
 mod registry;
 mod result;
 mod result_limit;
@@ -33,18 +35,18 @@ pub mod __private {
 }
 
 pub use annotations::ToolAnnotations;
-pub use call_limits::{
-    CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES,
-};
+pub use call_limits::{CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_RESULT_BYTES};
 pub use content::{Content, Cost, Usage};
 pub use context::{CallHost, CallSlot, SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use error::{RegistryError, ToolError};
 pub use execution::{ToolRun, execute_within, timed_out_message};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
+pub use gate::{CallGate, GateGuard};
 pub use limits::{
     ArgumentLimits, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_ARGUMENT_DEPTH,
     MAX_SUPPORTED_ARGUMENT_DEPTH,
 };
+pub use pipeline::{ABORTED, ToolHost, run_tool_call};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, JsonWithoutSchema, ToolResult};
 pub use result_limit::fit_result;

@@ -4,17 +4,23 @@
 use crate::Content;
 
 /// Cuts the text of a result to `max_bytes`, in place; a note saying how much was dropped
-/// takes the place of the rest. Images are kept ([`CallLimits::max_result_bytes`](crate::CallLimits::max_result_bytes)).
-/// Allocates nothing when the text fits.
+/// takes the place of the rest. Images are kept
+/// ([`CallLimits::max_result_bytes`](crate::CallLimits::max_result_bytes)). Allocates nothing
+/// when the text fits.
+#[inline]
 pub fn fit_result(content: &mut Vec<Content>, max_bytes: usize) {
     let total: usize = content
         .iter()
         .filter_map(Content::as_text)
         .map(str::len)
         .sum();
-    if total <= max_bytes {
-        return;
+    if total > max_bytes {
+        cut(content, max_bytes, total);
     }
+}
+
+/// The cut of [`fit_result`], for text over the limit.
+fn cut(content: &mut Vec<Content>, max_bytes: usize, total: usize) {
     let mut budget = max_bytes;
     let mut kept = 0;
     content.retain_mut(|block| {

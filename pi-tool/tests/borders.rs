@@ -485,3 +485,39 @@ fn only_formats_json_schema_defines_are_kept() {
         json!({"const": {"format": "int32"}, "default": {"format": "uint8"}})
     );
 }
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(tag = "t", content = "c")]
+enum Action {
+    Move { x: i32, y: i32 },
+    Say(String),
+    Stop,
+}
+
+/// Acts.
+#[tool]
+async fn act(action: Action) -> String {
+    format!("{action:?}")
+}
+
+#[tokio::test]
+async fn adjacently_tagged_content_sent_as_a_json_string_is_read_as_its_variant() {
+    // The tag says `Move`, whose content is an object: the string is that object, as JSON.
+    assert_eq!(
+        output(
+            ActTool,
+            json!({"action": {"t": "Move", "c": "{\"x\":1,\"y\":2}"}})
+        )
+        .await,
+        "Move { x: 1, y: 2 }"
+    );
+    // For `Say`, whose content is a string, the same text stays a string.
+    assert_eq!(
+        output(
+            ActTool,
+            json!({"action": {"t": "Say", "c": "{\"x\":1,\"y\":2}"}})
+        )
+        .await,
+        "Say(\"{\\\"x\\\":1,\\\"y\\\":2}\")"
+    );
+}

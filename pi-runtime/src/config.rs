@@ -290,7 +290,7 @@ pub struct AgentLoopConfig {
     pub trace_tool_content: bool,
     /// How large and deeply nested one call's arguments may be; a call over a limit gets an
     /// error result naming it, before anything parses or validates its arguments. Default
-    /// [`ArgumentLimits::DEFAULT`] (1 MiB, 64 levels).
+    /// [`ArgumentLimits::DEFAULT`] (1 MiB, 128 levels).
     pub argument_limits: ArgumentLimits,
     /// The most bytes of text one tool result may put into the transcript; longer text is cut
     /// (at a line end where one is near) and a note tells the model how much was dropped and

@@ -79,7 +79,7 @@ fn single_result(events: &[AgentEvent]) -> (bool, Vec<String>) {
 
 const NOTE_SIZE_ERROR: &str = "Arguments for tool \"note\" are larger than the limit of 1048576 \
                                bytes. Send smaller arguments (split the work into several calls)";
-const NOTE_DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 64 \
+const NOTE_DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 128 \
                                 levels; send flatter arguments";
 
 #[tokio::test]

@@ -1,11 +1,14 @@
 //! The host matrix: one tool set (a timeout, a `blocking` tool, a sequential tool, oversized and
 //! invalid arguments, an oversized result, a panic) run through every host, each of which must
 //! give the same results: `ToolRegistry::run`, the agent loop on a `ScriptedModel`, pi-mcp's
-//! `McpServer` (to rmcp's client over an in-process pipe) and `PiTools`, the Restate tool
-//! service's handler (without a Restate server: what it runs per invocation).
+//! `McpServer` (to rmcp's client over an in-process pipe), `PiTools`' handler alone, and
+//! `PiTools` served to a real Restate server and called through its ingress (skipped, or
+//! failed under `CI`, without the server).
 //!
 //! Every host runs on a current-thread runtime, so a `blocking` tool run on the caller's task
 //! would hold up the call that releases it (and answer "nobody released me").
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -327,6 +330,73 @@ async fn restate_tool_service_handler() {
             })
         });
         let results = futures_util::future::join_all(calls).await;
+        for (call, result) in round.iter().zip(&results) {
+            outcomes.insert(call.id.clone(), texts(result));
+        }
+    }
+    assert_eq!(outcomes, expected());
+}
+
+#[test]
+fn pi_tools_on_a_restate_server() {
+    use pi_restate::restate_sdk::prelude::{Endpoint, HttpServer};
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    // The service on a current-thread runtime of its own, as the other hosts run.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = listener.local_addr().expect("a bound address");
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+            let endpoint = Endpoint::builder().bind(PiTools::new(tools())).build();
+            HttpServer::new(endpoint).serve(listener).await;
+        });
+    });
+    restate
+        .register(&format!("http://{address}"))
+        .expect("the tool service registered");
+    let ingress = restate.ingress;
+    let mut outcomes = Outcomes::new();
+    for round in rounds() {
+        // A round's calls at once: one thread per ingress request.
+        let results: Vec<ToolResult> = std::thread::scope(|scope| {
+            let calls: Vec<_> = round
+                .iter()
+                .map(|call| {
+                    scope.spawn(move || {
+                        let body = serde_json::to_vec(&RemoteCall {
+                            tool: call.name.clone(),
+                            tool_call_id: call.id.clone(),
+                            arguments: call.arguments.clone(),
+                            idempotency_key: format!("matrix/{}", call.id),
+                        })
+                        .expect("serializes");
+                        let (status, answer) = pi_restate::loopback_http::request(
+                            ingress,
+                            "POST",
+                            "/PiTools/call",
+                            &[("content-type", "application/json")],
+                            &body,
+                        )
+                        .expect("the ingress answers");
+                        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+                        serde_json::from_slice::<ToolResult>(&answer).expect("a tool result")
+                    })
+                })
+                .collect();
+            calls
+                .into_iter()
+                .map(|call| call.join().expect("the request thread"))
+                .collect()
+        });
         for (call, result) in round.iter().zip(&results) {
             outcomes.insert(call.id.clone(), texts(result));
         }

@@ -314,7 +314,7 @@ fn nesting_of_value(value: &Value) -> usize {
 /// Asserts: arguments the quick check takes as they are pass an independent compile of the
 /// tool's schema, within the limits, and the call succeeds; the call gives exactly one result;
 /// an error result is `Tool <name> not found`
-/// for the unknown tool, the depth limit's refusal for arguments nested deeper than 64 levels
+/// for the unknown tool, the depth limit's refusal for arguments nested deeper than the default limit
 /// (counted independently), and our validation report (`Validation failed for tool "<name>":`,
 /// with the received arguments) otherwise, never a serde error after validation passed nor a
 /// panic; a success echoes what was deserialized, and that echo, sent again as arguments,

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use pi_tool::{
-    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, ToolAnnotations, ToolContext,
-    ToolError, ToolResult, ToolSpec, execute_call,
+    AgentTool, ArgumentValidator, BoxFuture, CallLimits, ExecutionMode, PreparedArguments,
+    ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec, execute_within,
 };
 use serde_json::Value;
 
@@ -21,18 +21,29 @@ pub fn idempotency_key(session_id: &str, tool_call_id: &str) -> String {
 ///
 /// A call that completed is never run again (a replay reads its result from the journal); a
 /// call interrupted by a crash runs again, with the same key (at-least-once).
+///
+/// The tool's timeout and `blocking` apply inside the step (with the session's
+/// [`CallLimits`]), so what is journaled is what the call came to, a timeout included; the loop
+/// sees a tool with neither.
 pub struct DurableTool {
     inner: Arc<dyn AgentTool>,
     journal: Journal,
     session_id: Arc<str>,
+    limits: CallLimits,
 }
 
 impl DurableTool {
-    pub(crate) fn new(inner: Arc<dyn AgentTool>, journal: Journal, session_id: Arc<str>) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn AgentTool>,
+        journal: Journal,
+        session_id: Arc<str>,
+        limits: CallLimits,
+    ) -> Self {
         DurableTool {
             inner,
             journal,
             session_id,
+            limits,
         }
     }
 }
@@ -85,10 +96,11 @@ impl AgentTool for DurableTool {
         let ctx = ctx.with_idempotency_key(key);
         let tool = Arc::clone(&self.inner);
         let journal = self.journal.clone();
+        let limits = self.limits;
         Box::pin(async move {
-            // `execute_call` turns an `Err` or a panic into an error result, so what is
-            // journaled is exactly what the loop would have made of the call in process.
-            let work = execute_call(&*tool, args, ctx);
+            // `execute_within` turns an `Err`, a panic or a timeout into an error result, so
+            // what is journaled is exactly what the loop would have made of the call in process.
+            let work = execute_within(&tool, &args, PreparedArguments::default(), ctx, &limits);
             journal
                 .run("tool", work)
                 .await

@@ -171,6 +171,10 @@ impl PiSession {
         let abort = CancellationToken::new();
         let context = self.context(&journal, &session_id, stored.clone());
         let mut config = setup.config.clone();
+        // Each `DurableTool` applies the timeout inside its journaled step (so a timeout is
+        // journaled like any result); the loop must not race it with a second one outside. A
+        // remote tool's timeout is its tool service's.
+        config.tool_timeout = None;
         if let Some(approval) = &setup.approval {
             config.before_tool_call = Some(approval.hook(journal.clone(), Arc::clone(&session_id)));
         }
@@ -223,9 +227,14 @@ impl PiSession {
     ) -> AgentContext {
         let setup = &*self.setup;
         let mut offered = ToolRegistry::new();
+        let limits = setup.config.call_limits();
         for tool in setup.tools.tools() {
-            let wrapped =
-                DurableTool::new(Arc::clone(tool), journal.clone(), Arc::clone(session_id));
+            let wrapped = DurableTool::new(
+                Arc::clone(tool),
+                journal.clone(),
+                Arc::clone(session_id),
+                limits,
+            );
             offered.register_arc(Arc::new(wrapped) as Arc<dyn AgentTool>);
         }
         for remote in &setup.remote {

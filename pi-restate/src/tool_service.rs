@@ -1,9 +1,6 @@
 //! A Restate service serving a [`ToolRegistry`]: one tool call in, one [`ToolResult`] out.
 
-use pi_tool::{
-    ToolContext, ToolRegistry, ToolResult, ToolSpec, execute_prepared, prepare_call,
-    tool_not_found_message,
-};
+use pi_tool::{ToolCall, ToolRegistry, ToolResult, ToolSpec};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,7 +21,8 @@ pub struct RemoteCall {
     /// The arguments as the session's loop validated them (validated again here, against
     /// the service's own copy of the tool).
     pub arguments: Value,
-    /// `<session id>/<tool call id>`: handed to the tool in its [`ToolContext`].
+    /// `<session id>/<tool call id>`: handed to the tool in its
+    /// [`ToolContext`](pi_tool::ToolContext).
     pub idempotency_key: String,
 }
 
@@ -32,8 +30,10 @@ pub struct RemoteCall {
 /// `list`). Run as many replicas as you like behind one deployment URL: each call is
 /// independent.
 ///
-/// A call goes through the same pipeline as in the loop (`prepare_arguments`, normalization,
-/// validation, execution; every failure an error result with the loop's texts). If the
+/// A call goes through `pi-tool`'s pipeline, as in every host (the registry's
+/// [`CallLimits`](pi_tool::CallLimits), `prepare_arguments`, normalization, validation, the gate
+/// of sequential tools, execution within the call's timeout, the blocking pool, the result-size
+/// limit; every failure an error result with the loop's texts). If the
 /// process dies mid-call, Restate retries the invocation: the tool runs again with the same
 /// idempotency key (at-least-once); once the call returned, its result is journaled in the
 /// caller's journal and never recomputed.
@@ -47,20 +47,15 @@ impl PiTools {
         PiTools { tools }
     }
 
-    /// Runs one call through the tool pipeline.
+    /// Runs one call through the tool pipeline ([`ToolRegistry::run_with`]), its context
+    /// carrying the call's idempotency key.
     pub async fn run_call(&self, call: RemoteCall) -> ToolResult {
-        let Some(tool) = self.tools.get_ref(&call.tool) else {
-            return ToolResult::error(tool_not_found_message(&call.tool, self.tools.names()));
-        };
-        let prepared = match prepare_call(&**tool, &call.arguments) {
-            Ok(prepared) => prepared,
-            Err(err) => return ToolResult::error(err.message()),
-        };
-        let ctx: ToolContext = self
+        let ctx = self
             .tools
             .context(&call.tool_call_id)
             .with_idempotency_key(call.idempotency_key);
-        execute_prepared(&**tool, &call.arguments, prepared, ctx).await
+        let call = ToolCall::new(call.tool_call_id, call.tool, call.arguments);
+        self.tools.run_with(&call, ctx).await
     }
 }
 

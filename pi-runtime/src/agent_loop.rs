@@ -5,13 +5,10 @@ mod batch;
 mod call;
 mod clock;
 mod context;
-mod deadline;
 mod deferred;
 mod emitter;
-mod grace;
 mod guard;
 mod host;
-mod limits;
 mod run;
 mod spans;
 mod stream;
@@ -148,6 +145,7 @@ fn start(
         deferral,
         available,
         state,
+        limits: config.call_limits(),
         config,
         model,
         signal,

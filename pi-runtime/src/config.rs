@@ -10,8 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_tool::{
-    ArgumentLimits, BoxFuture, CancellationToken, Content, ToolCall, ToolError, ToolResult, Usage,
+    ArgumentLimits, BoxFuture, CallLimits, CancellationToken, Content, ToolCall, ToolError,
+    ToolResult, Usage,
 };
+pub use pi_tool::{DEFAULT_ABORT_GRACE, DEFAULT_MAX_RESULT_BYTES};
 use serde_json::Value;
 
 use crate::message::Message;
@@ -288,7 +290,7 @@ pub struct AgentLoopConfig {
     pub trace_tool_content: bool,
     /// How large and deeply nested one call's arguments may be; a call over a limit gets an
     /// error result naming it, before anything parses or validates its arguments. Default
-    /// [`ArgumentLimits::DEFAULT`] (1 MiB, 64 levels).
+    /// [`ArgumentLimits::DEFAULT`] (1 MiB, 128 levels).
     pub argument_limits: ArgumentLimits,
     /// The most bytes of text one tool result may put into the transcript; longer text is cut
     /// (at a line end where one is near) and a note tells the model how much was dropped and
@@ -302,16 +304,6 @@ pub struct AgentLoopConfig {
     /// bound such tools one by one (`#[tool(timeout = "30s")]`), or set one here for all.
     pub tool_timeout: Option<Duration>,
 }
-
-/// The default [`AgentLoopConfig::max_result_bytes`]: 256 KiB.
-///
-/// Why: about five times what pi's own coding tools keep (50 KB or 2000 lines, with notes of
-/// their own), so they always truncate first; and about 64k tokens, so one result cannot fill a
-/// model's context window.
-pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
-
-/// The default [`AgentLoopConfig::abort_grace`].
-pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
 
 impl Default for AgentLoopConfig {
     fn default() -> Self {
@@ -340,6 +332,22 @@ impl AgentLoopConfig {
     /// The default configuration: parallel, no hooks.
     pub fn new() -> Self {
         AgentLoopConfig::default()
+    }
+
+    /// The bounds this configuration puts on each call ([`argument_limits`](Self::argument_limits),
+    /// [`tool_timeout`](Self::tool_timeout), [`abort_grace`](Self::abort_grace),
+    /// [`max_result_bytes`](Self::max_result_bytes)), as `pi-tool`'s pipeline takes them: the
+    /// loop runs every call within them, and a host that runs a call for the loop (a durable
+    /// wrapper) applies the same.
+    pub fn call_limits(&self) -> CallLimits {
+        let limits = CallLimits::DEFAULT
+            .arguments(self.argument_limits)
+            .abort_grace(self.abort_grace)
+            .max_result_bytes(self.max_result_bytes);
+        match self.tool_timeout {
+            Some(timeout) => limits.timeout(timeout),
+            None => limits,
+        }
     }
 
     /// Sets [`abort_grace`](Self::abort_grace).

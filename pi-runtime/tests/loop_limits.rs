@@ -79,7 +79,7 @@ fn single_result(events: &[AgentEvent]) -> (bool, Vec<String>) {
 
 const NOTE_SIZE_ERROR: &str = "Arguments for tool \"note\" are larger than the limit of 1048576 \
                                bytes. Send smaller arguments (split the work into several calls)";
-const NOTE_DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 64 \
+const NOTE_DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 128 \
                                 levels; send flatter arguments";
 
 #[tokio::test]
@@ -287,7 +287,7 @@ async fn a_100_mb_result_is_cut_before_it_enters_the_transcript() {
     assert_eq!(
         texts[1],
         format!(
-            "[Tool output truncated: {} of {total} bytes shown. The rest exceeded this agent's limit of 262144 bytes for one tool result. Ask for less at a time: a narrower query, a smaller range, or an offset and limit.]",
+            "[Tool output truncated: {} of {total} bytes shown. The rest exceeded the limit of 262144 bytes for one tool result. Ask for less at a time: a narrower query, a smaller range, or an offset and limit.]",
             texts[0].len()
         )
     );

@@ -222,12 +222,26 @@ impl ToolContext {
     }
 
     fn with_identity(call: CallIdentity) -> Self {
+        ToolContext::built(call, None)
+    }
+
+    /// A context of its own for `tool_call_id` with `state`, built at once (what a runner makes
+    /// per call: one allocation, written once).
+    pub(crate) fn with_id_and_state(tool_call_id: &str, state: &StateMap) -> Self {
+        let call = CallIdentity::Own {
+            tool_call_id: tool_call_id.to_owned(),
+            updates: None,
+        };
+        ToolContext::built(call, Some(state.clone()))
+    }
+
+    fn built(call: CallIdentity, state: Option<StateMap>) -> Self {
         ToolContext {
             repr: Repr::Own(Arc::new(ContextInner {
                 call,
                 idempotency_key: None,
                 parent: None,
-                state: None,
+                state,
                 slot: CallSlot::new(),
             })),
         }
@@ -366,6 +380,13 @@ impl ToolContext {
             },
             Repr::Slotted { host, .. } => host.signal(),
         }
+    }
+
+    /// Whether anyone but the tool itself can abort the call: its signal was given or asked
+    /// for, or it has a parent signal. A fresh [`ToolContext::new`] cannot be, so a runner
+    /// need not watch it.
+    pub(crate) fn may_be_aborted(&self) -> bool {
+        self.slot().signal.get().is_some() || self.parent().is_some()
     }
 
     /// Whether the call has been aborted (the run's signal, or the call's own).

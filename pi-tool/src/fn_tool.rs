@@ -1,6 +1,8 @@
 //! Tools built at run time from a name, a description, a JSON Schema and an async closure: MCP
 //! imports, plugins, tests. Validation is the `#[tool]` pipeline's; the schema is checked when
-//! the tool is built, not on its first call.
+//! the tool is built, not on its first call. The builder says everything `#[tool]` can say
+//! (label, sequential/parallel, `prepare_arguments`, `deny_unknown_fields`, timeout,
+//! `blocking`, annotations, an output schema).
 
 use std::fmt;
 use std::future::Future;
@@ -9,9 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use schemars::JsonSchema;
+
 use crate::{
     AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError,
-    ToolContext, ToolError, ToolResult, ToolSpec,
+    ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
 };
 
 type Handler =
@@ -58,6 +62,8 @@ pub struct FnTool {
     execution_mode: Option<ExecutionMode>,
     timeout: Option<Duration>,
     blocking: bool,
+    annotations: ToolAnnotations,
+    output_schema: Option<Arc<Value>>,
     deferred: bool,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
@@ -93,7 +99,9 @@ where
 impl FnTool {
     /// Starts a tool: its name (`^[a-zA-Z0-9_-]{1,64}$`, as for `#[tool]`), the description the
     /// model reads, and the JSON Schema (draft 2020-12) of its arguments, whose root must be
-    /// `{"type": "object", ..}`. The spec the model sees holds exactly these.
+    /// `{"type": "object", ..}`. The spec the model sees holds exactly these (with
+    /// [`deny_unknown_fields`](FnToolBuilder::deny_unknown_fields), the schema's root also says
+    /// `"additionalProperties": false`).
     pub fn builder(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -109,6 +117,9 @@ impl FnTool {
             execution_mode: None,
             timeout: None,
             blocking: false,
+            annotations: ToolAnnotations::new(),
+            output_schema: None,
+            deny_unknown_fields: false,
             deferred: false,
             prepare: None,
         }
@@ -124,6 +135,9 @@ pub struct FnToolBuilder {
     execution_mode: Option<ExecutionMode>,
     timeout: Option<Duration>,
     blocking: bool,
+    annotations: ToolAnnotations,
+    output_schema: Option<Value>,
+    deny_unknown_fields: bool,
     deferred: bool,
     prepare: Option<Arc<Prepare>>,
 }
@@ -135,9 +149,16 @@ impl FnToolBuilder {
         self
     }
 
-    /// A batch that calls this tool runs one call at a time (like `#[tool(sequential)]`).
+    /// A call of this tool never runs next to another call (like `#[tool(sequential)]`; in
+    /// the loop a batch that calls it runs one call at a time).
     pub fn sequential(self) -> Self {
         self.execution_mode(ExecutionMode::Sequential)
+    }
+
+    /// Calls of this tool may run concurrently, whatever the loop's setting (like
+    /// `#[tool(parallel)]`).
+    pub fn parallel(self) -> Self {
+        self.execution_mode(ExecutionMode::Parallel)
     }
 
     /// The tool's execution mode (default: the loop's setting).
@@ -146,17 +167,45 @@ impl FnToolBuilder {
         self
     }
 
-    /// How long one call may run (like `#[tool(timeout = "30s")]`): the agent loop then
-    /// cancels the call's token and answers `Tool <name> timed out after <timeout>`.
+    /// How long one call may run (like `#[tool(timeout = "30s")]`): every host then cancels
+    /// the call's token and answers `Tool <name> timed out after <timeout>`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
-    /// The closure blocks its thread (like `#[tool(blocking)]`): the agent loop runs each call
-    /// on tokio's blocking pool, so other calls and the event stream go on meanwhile.
+    /// The closure blocks its thread (like `#[tool(blocking)]`): every host runs each call on
+    /// tokio's blocking pool, so other calls and the event stream go on meanwhile.
     pub fn blocking(mut self) -> Self {
         self.blocking = true;
+        self
+    }
+
+    /// Hints for hosts about what the tool does (like `#[tool(read_only, idempotent)]`; MCP's
+    /// `annotations`). Never sent to model providers.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// The JSON Schema of the tool's [`details`](ToolResult::details) (what `-> Json<T>`
+    /// declares for a `#[tool]`; MCP's `outputSchema`). Checked when the tool is built. Return
+    /// [`Json`](crate::Json) values from the closure to fill `details`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// [`output_schema`](Self::output_schema) of `T`, as `-> Json<T>` declares it.
+    pub fn output_schema_for<T: JsonSchema>(self) -> Self {
+        self.output_schema(schema_for::<T>())
+    }
+
+    /// An argument the schema does not name is an error, reported with "did you mean" (like
+    /// `#[tool(deny_unknown_fields)]`): `"additionalProperties": false` is added to the root of
+    /// the parameters schema unless it says otherwise.
+    pub fn deny_unknown_fields(mut self) -> Self {
+        self.deny_unknown_fields = true;
         self
     }
 
@@ -187,18 +236,30 @@ impl FnToolBuilder {
     /// # Errors
     ///
     /// [`RegistryError::InvalidTool`] for a name outside `^[a-zA-Z0-9_-]{1,64}$`, an empty
-    /// description, a schema whose root is not `{"type": "object", ..}`, or a schema that is
-    /// not valid JSON Schema (draft 2020-12).
-    pub fn build<F, Fut, R>(self, handler: F) -> Result<FnTool, RegistryError>
+    /// description, a parameters schema whose root is not `{"type": "object", ..}`, or a
+    /// parameters or output schema that is not valid JSON Schema (draft 2020-12).
+    pub fn build<F, Fut, R>(mut self, handler: F) -> Result<FnTool, RegistryError>
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = R> + Send + 'static,
         R: IntoToolResult,
     {
-        check_spec(&self.spec).map_err(|reason| RegistryError::InvalidTool {
+        if self.deny_unknown_fields
+            && let Some(root) = self.spec.parameters.as_object_mut()
+        {
+            root.entry("additionalProperties")
+                .or_insert(Value::Bool(false));
+        }
+        let invalid = |reason| RegistryError::InvalidTool {
             name: self.spec.name.clone(),
             reason,
-        })?;
+        };
+        check_spec(&self.spec).map_err(invalid)?;
+        if let Some(schema) = &self.output_schema {
+            compile(schema)
+                .map_err(|err| format!("the output schema is not valid JSON Schema: {err}"))
+                .map_err(invalid)?;
+        }
         let validator = Arc::new(ArgumentValidator::new(&self.spec));
         let handler: Arc<Handler> = Arc::new(move |args, ctx| {
             let running = handler(args, ctx);
@@ -210,6 +271,8 @@ impl FnToolBuilder {
             execution_mode: self.execution_mode,
             timeout: self.timeout,
             blocking: self.blocking,
+            annotations: self.annotations,
+            output_schema: self.output_schema.map(Arc::new),
             deferred: self.deferred,
             validator,
             prepare: self.prepare,
@@ -249,12 +312,18 @@ fn check_spec(spec: &ToolSpec) -> Result<(), String> {
     // The same options as `ArgumentValidator`, so a schema accepted here compiles there. This
     // compiles the schema once more, at build time only: `ArgumentValidator` does not expose
     // its compile error, and would report it on every call instead.
+    compile(&spec.parameters)
+        .map_err(|err| format!("the parameters schema is not valid JSON Schema: {err}"))
+}
+
+/// Compiles `schema` with `ArgumentValidator`'s options, for its error.
+fn compile(schema: &Value) -> Result<(), String> {
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(false)
-        .build(&spec.parameters)
+        .build(schema)
         .map(drop)
-        .map_err(|err| format!("the parameters schema is not valid JSON Schema: {err}"))
+        .map_err(|err| err.to_string())
 }
 
 /// A value for an error message, cut to 200 characters.
@@ -285,6 +354,14 @@ impl AgentTool for FnTool {
 
     fn blocking(&self) -> bool {
         self.blocking
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_deref()
     }
 
     fn deferred(&self) -> bool {
@@ -323,6 +400,8 @@ impl fmt::Debug for FnTool {
             .field("execution_mode", &self.execution_mode)
             .field("timeout", &self.timeout)
             .field("blocking", &self.blocking)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
             .field("deferred", &self.deferred)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
@@ -337,6 +416,9 @@ impl fmt::Debug for FnToolBuilder {
             .field("execution_mode", &self.execution_mode)
             .field("timeout", &self.timeout)
             .field("blocking", &self.blocking)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
+            .field("deny_unknown_fields", &self.deny_unknown_fields)
             .field("deferred", &self.deferred)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()

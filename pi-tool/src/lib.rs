@@ -6,18 +6,24 @@
 extern crate self as pi_tool;
 
 mod annotations;
+mod call_limits;
 mod content;
 mod context;
 mod defer;
 mod error;
+mod execution;
 mod fn_tool;
+mod gate;
 mod limits;
+mod pipeline;
 mod registry;
 mod result;
+mod result_limit;
 mod run;
 mod schema;
 mod spec;
 mod suggest;
+mod timer;
 mod tool;
 mod tool_search;
 mod validate;
@@ -31,23 +37,29 @@ pub mod __private {
 }
 
 pub use annotations::ToolAnnotations;
+pub use call_limits::{CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_RESULT_BYTES};
 pub use content::{Content, Cost, Usage};
 pub use context::{CallHost, CallSlot, SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use defer::Deferred;
 pub use error::{RegistryError, ToolError};
+pub use execution::{ToolRun, execute_within, timed_out_message};
 pub use fn_tool::{FnTool, FnToolBuilder, tool_fn};
+pub use gate::{CallGate, GateGuard};
 pub use limits::{
     ArgumentLimits, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_ARGUMENT_DEPTH,
     MAX_SUPPORTED_ARGUMENT_DEPTH,
 };
+pub use pipeline::{ABORTED, ToolHost, run_tool_call};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use result::{IntoToolResult, Json, JsonWithoutSchema, ToolResult};
+pub use result_limit::fit_result;
 pub use run::{
     PreparedArguments, ToolCallFuture, execute_call, execute_prepared, prepare_call,
     prepare_call_within, tool_not_found_message,
 };
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};
+pub use timer::Deadline;
 pub use tool::{AgentTool, BoxFuture};
 pub use tool_search::{
     DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_SEARCH_LIMIT, SearchMatch, TOOL_SEARCH_NAME,

@@ -12,12 +12,16 @@ use crate::ToolError;
 /// no call a model can really make reaches it, while an endless or hostile stream stops here.
 pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1024 * 1024;
 
-/// The default [`ArgumentLimits::max_depth`]: 64 levels of objects and arrays.
+/// The default [`ArgumentLimits::max_depth`]: 128 levels of objects and arrays, the most
+/// [supported](MAX_SUPPORTED_ARGUMENT_DEPTH).
 ///
-/// Why: parameter types rarely nest past ten levels; 64 leaves room for recursive types (a tree
-/// of sections) and keeps every recursive step after it (validation, normalization, error
-/// reports, serialization) far from the stack's end.
-pub const DEFAULT_MAX_ARGUMENT_DEPTH: usize = 64;
+/// Why: serde_json reads at most 127 levels from text (its recursion limit), so no argument
+/// serde would read is refused by default, a recursive type (a tree of sections, two levels
+/// per section) included; the walk that checks it recurses at most 128 levels, and every
+/// recursive step after it (validation, normalization, error reports) stays far from the
+/// stack's end at that depth. Set a lower [`ArgumentLimits::max_depth`] to refuse deep
+/// arguments sooner.
+pub const DEFAULT_MAX_ARGUMENT_DEPTH: usize = MAX_SUPPORTED_ARGUMENT_DEPTH;
 
 /// The deepest [`ArgumentLimits::max_depth`] honoured: serde_json's own recursion limit, so
 /// arguments parsed from text can never be deeper anyway. Larger settings act as this.
@@ -64,7 +68,7 @@ pub(crate) enum Exceeded {
 }
 
 impl ArgumentLimits {
-    /// 1 MiB and 64 levels (see [`DEFAULT_MAX_ARGUMENT_BYTES`], [`DEFAULT_MAX_ARGUMENT_DEPTH`]).
+    /// 1 MiB and 128 levels (see [`DEFAULT_MAX_ARGUMENT_BYTES`], [`DEFAULT_MAX_ARGUMENT_DEPTH`]).
     pub const DEFAULT: ArgumentLimits = ArgumentLimits {
         max_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
         max_depth: DEFAULT_MAX_ARGUMENT_DEPTH,

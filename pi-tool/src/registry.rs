@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
-use crate::run::{execute_prepared, prepare_call_within, tool_not_found_message};
 use crate::suggest::did_you_mean;
 use crate::{
-    AgentTool, ArgumentLimits, RegistryError, StateMap, ToolCall, ToolContext, ToolResult, ToolSpec,
+    AgentTool, ArgumentLimits, CallGate, CallLimits, ExecutionMode, RegistryError, StateMap,
+    ToolCall, ToolContext, ToolHost, ToolResult, ToolSpec, run_tool_call,
 };
 
 /// One `#[tool]` definition, submitted to `inventory` by the macro.
@@ -55,17 +56,66 @@ inventory::collect!(ToolRegistration);
 /// assert_eq!(result.text_content(), "5");
 /// # });
 /// ```
+///
+/// Cloning is cheap (the tools are shared; a clone that is changed copies them). A registry and
+/// its clones share one [`CallGate`]: a sequential tool's call never runs while another call
+/// through any of them runs.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
+    inner: Arc<Tools>,
+}
+
+/// What a registry holds; what [`ToolRegistry::run`] lends the pipeline.
+#[derive(Clone, Default)]
+struct Tools {
     tools: BTreeMap<String, Arc<dyn AgentTool>>,
     state: StateMap,
-    argument_limits: ArgumentLimits,
+    limits: CallLimits,
+    /// Some tool is sequential: calls go through the gate (else none needs it).
+    any_sequential: bool,
+    gate: Arc<CallGate>,
+}
+
+impl Tools {
+    fn insert(&mut self, tool: Arc<dyn AgentTool>) -> Option<Arc<dyn AgentTool>> {
+        let replaced = self.tools.insert(tool.spec().name.clone(), tool);
+        self.any_sequential = self.has_sequential();
+        replaced
+    }
+
+    fn has_sequential(&self) -> bool {
+        self.tools
+            .values()
+            .any(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
+    }
+}
+
+impl ToolHost for Tools {
+    fn tool(&self, name: &str) -> Option<&Arc<dyn AgentTool>> {
+        self.tools.get(name)
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
+    fn limits(&self) -> &CallLimits {
+        &self.limits
+    }
+
+    fn gate(&self) -> Option<&CallGate> {
+        self.any_sequential.then_some(&*self.gate)
+    }
 }
 
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         ToolRegistry::default()
+    }
+
+    fn tools_mut(&mut self) -> &mut Tools {
+        Arc::make_mut(&mut self.inner)
     }
 
     /// Every `#[tool]` linked into the program, sorted by name.
@@ -88,15 +138,11 @@ impl ToolRegistry {
                 second: pair[1].describe(),
             });
         }
-        let tools = registrations
-            .into_iter()
-            .map(|registration| (registration.name.to_owned(), (registration.make)()))
-            .collect();
-        Ok(ToolRegistry {
-            tools,
-            state: StateMap::default(),
-            argument_limits: ArgumentLimits::DEFAULT,
-        })
+        let mut registry = ToolRegistry::new();
+        for registration in registrations {
+            registry.register_arc((registration.make)());
+        }
+        Ok(registry)
     }
 
     /// [`discover`](Self::discover), failing when no `#[tool]` is linked at all.
@@ -130,7 +176,7 @@ impl ToolRegistry {
 
     /// Adds a shared tool, returning the one it replaces (same name), if any.
     pub fn register_arc(&mut self, tool: Arc<dyn AgentTool>) -> Option<Arc<dyn AgentTool>> {
-        self.tools.insert(tool.spec().name.clone(), tool)
+        self.tools_mut().insert(tool)
     }
 
     /// Builder form of [`register`](Self::register).
@@ -142,47 +188,50 @@ impl ToolRegistry {
 
     /// Removes a tool by name.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn AgentTool>> {
-        self.tools.remove(name)
+        let tools = self.tools_mut();
+        let removed = tools.tools.remove(name);
+        tools.any_sequential = tools.has_sequential();
+        removed
     }
 
     /// The tool with this exact (case-sensitive) name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
-        self.tools.get(name).cloned()
+        self.inner.tools.get(name).cloned()
     }
 
     /// The tool with this name, borrowed.
     pub fn get_ref(&self, name: &str) -> Option<&Arc<dyn AgentTool>> {
-        self.tools.get(name)
+        self.inner.tools.get(name)
     }
 
     /// Whether a tool has this name.
     pub fn contains(&self, name: &str) -> bool {
-        self.tools.contains_key(name)
+        self.inner.tools.contains_key(name)
     }
 
     /// Tool names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.inner.tools.keys().map(String::as_str)
     }
 
     /// Tool specs (what the model sees), sorted by name.
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.tools.values().map(|tool| tool.spec())
+        self.inner.tools.values().map(|tool| tool.spec())
     }
 
     /// The tools, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn AgentTool>> {
-        self.tools.values()
+        self.inner.tools.values()
     }
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.inner.tools.len()
     }
 
     /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.inner.tools.is_empty()
     }
 
     /// A registry with only the named tools (and the same state). An unknown name is an error,
@@ -192,81 +241,102 @@ impl ToolRegistry {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut tools = BTreeMap::new();
+        let mut subset = Tools {
+            tools: BTreeMap::new(),
+            ..(*self.inner).clone()
+        };
         for name in names {
             let name = name.as_ref();
             let tool = self
+                .inner
                 .tools
                 .get(name)
                 .ok_or_else(|| RegistryError::UnknownTool {
                     name: name.to_owned(),
                     suggestion: did_you_mean(name, self.names()),
                 })?;
-            tools.insert(name.to_owned(), Arc::clone(tool));
+            subset.tools.insert(name.to_owned(), Arc::clone(tool));
         }
+        subset.any_sequential = subset.has_sequential();
         Ok(ToolRegistry {
-            tools,
-            state: self.state.clone(),
-            argument_limits: self.argument_limits,
+            inner: Arc::new(subset),
         })
     }
 
     /// Makes `value` available to every `State<T>` parameter of type `T`.
     #[must_use]
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.state.insert(value);
+        self.insert_state(value);
         self
     }
 
     /// Adds or replaces a shared state value.
     pub fn insert_state<T: Send + Sync + 'static>(&mut self, value: T) {
-        self.state.insert(value);
+        self.tools_mut().state.insert(value);
     }
 
     /// The shared state.
     pub fn state(&self) -> &StateMap {
-        &self.state
+        &self.inner.state
     }
 
     /// A context for one call, carrying this registry's state (add a signal or update sink with
     /// its `with_*` methods).
     pub fn context(&self, tool_call_id: &str) -> ToolContext {
-        ToolContext::new(tool_call_id).with_state(self.state.clone())
+        ToolContext::with_id_and_state(tool_call_id, &self.inner.state)
     }
 
     /// Sets the [`ArgumentLimits`] [`run`](Self::run) checks (default
-    /// [`ArgumentLimits::DEFAULT`]: 1 MiB, 64 levels).
+    /// [`ArgumentLimits::DEFAULT`]).
     #[must_use]
     pub fn with_argument_limits(mut self, limits: ArgumentLimits) -> Self {
-        self.argument_limits = limits;
+        self.tools_mut().limits.arguments = limits;
         self
     }
 
-    /// Runs one call through the whole pipeline without an agent loop: lookup, the
-    /// [`ArgumentLimits`], `prepare_arguments`, validation, execution. Every failure (unknown tool, invalid
-    /// arguments, `Err`, panic) comes back as an error result with the text the loop would send.
-    pub async fn run(&self, call: &ToolCall) -> ToolResult {
-        self.run_with(call, self.context(&call.id)).await
+    /// Sets the [`CallLimits`] [`run`](Self::run) applies (default [`CallLimits::DEFAULT`]):
+    /// argument limits, the timeout of tools without one, the abort grace, the result size. A
+    /// server built on the registry (`pi-mcp`'s `McpServer`, `pi-restate`'s `PiTools`) applies
+    /// them too.
+    #[must_use]
+    pub fn with_call_limits(mut self, limits: CallLimits) -> Self {
+        self.tools_mut().limits = limits;
+        self
     }
 
-    /// [`run`](Self::run) with a context of your own (an abort signal, an update sink).
-    pub async fn run_with(&self, call: &ToolCall, ctx: ToolContext) -> ToolResult {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return ToolResult::error(tool_not_found_message(&call.name, self.names()));
-        };
-        match prepare_call_within(tool.as_ref(), &call.arguments, &self.argument_limits) {
-            Ok(prepared) => execute_prepared(tool.as_ref(), &call.arguments, prepared, ctx).await,
-            Err(err) => ToolResult::error(err.message()),
-        }
+    /// The [`CallLimits`] of every call.
+    pub fn call_limits(&self) -> &CallLimits {
+        &self.inner.limits
+    }
+
+    /// Runs one call through the whole pipeline without an agent loop, as every host runs it:
+    /// lookup, the [`ArgumentLimits`], `prepare_arguments`, normalization and validation, the
+    /// gate of sequential tools, execution within the call's timeout (a `blocking` tool on
+    /// tokio's blocking pool), and the result-size limit ([`CallLimits`]). Every failure
+    /// (unknown tool, invalid arguments, a timeout, `Err`, panic) comes back as an error result
+    /// with the text the loop would send.
+    pub fn run<'a>(&'a self, call: &'a ToolCall) -> impl Future<Output = ToolResult> + Send + 'a {
+        run_tool_call(&*self.inner, call, self.context(&call.id))
+    }
+
+    /// [`run`](Self::run) with a context of your own (an abort signal, an update sink, an
+    /// idempotency key). An abort of its signal answers the call `Operation aborted`, after the
+    /// abort grace if the tool is running.
+    pub fn run_with<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: ToolContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        run_tool_call(&*self.inner, call, ctx)
     }
 }
 
 impl fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolRegistry")
-            .field("tools", &self.tools.keys().collect::<Vec<_>>())
-            .field("state", &self.state)
-            .field("argument_limits", &self.argument_limits)
+            .field("tools", &self.inner.tools.keys().collect::<Vec<_>>())
+            .field("state", &self.inner.state)
+            .field("limits", &self.inner.limits)
             .finish()
     }
 }

@@ -233,7 +233,7 @@ async fn a_users_range_narrower_than_the_type_is_kept() {
 }
 
 #[tokio::test]
-async fn numeric_strings_are_converted_exactly_or_refused() {
+async fn numeric_strings_are_converted_as_their_json_numbers_or_refused() {
     assert_eq!(
         problems(WidthsTool, json!({"b8": "5.0000000000000001"})).await,
         ["b8: expected integer or null; got \"5.0000000000000001\""]
@@ -249,6 +249,19 @@ async fn numeric_strings_are_converted_exactly_or_refused() {
     assert_eq!(
         problems(WidthsTool, json!({"d": "1e-400"})).await,
         ["d: expected number or null; got \"1e-400\""]
+    );
+    // A float with more digits than an f64 holds: the string means what the JSON number does
+    // (both are rounded to the nearest f64).
+    let literal: Value =
+        serde_json::from_str(r#"{"d": 3.14159265358979323846}"#).expect("a JSON object");
+    assert_eq!(
+        output(WidthsTool, json!({"d": "3.14159265358979323846"})).await,
+        output(WidthsTool, literal).await
+    );
+    assert!(
+        output(WidthsTool, json!({"d": "3.14159265358979323846"}))
+            .await
+            .ends_with("Some(3.141592653589793)")
     );
     assert_eq!(
         output(WidthsTool, json!({"d": "0.1", "f": "-2.5e3"})).await,
@@ -483,5 +496,41 @@ fn only_formats_json_schema_defines_are_kept() {
     assert_eq!(
         with_data["properties"]["x"],
         json!({"const": {"format": "int32"}, "default": {"format": "uint8"}})
+    );
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(tag = "t", content = "c")]
+enum Action {
+    Move { x: i32, y: i32 },
+    Say(String),
+    Stop,
+}
+
+/// Acts.
+#[tool]
+async fn act(action: Action) -> String {
+    format!("{action:?}")
+}
+
+#[tokio::test]
+async fn adjacently_tagged_content_sent_as_a_json_string_is_read_as_its_variant() {
+    // The tag says `Move`, whose content is an object: the string is that object, as JSON.
+    assert_eq!(
+        output(
+            ActTool,
+            json!({"action": {"t": "Move", "c": "{\"x\":1,\"y\":2}"}})
+        )
+        .await,
+        "Move { x: 1, y: 2 }"
+    );
+    // For `Say`, whose content is a string, the same text stays a string.
+    assert_eq!(
+        output(
+            ActTool,
+            json!({"action": {"t": "Say", "c": "{\"x\":1,\"y\":2}"}})
+        )
+        .await,
+        "Say(\"{\\\"x\\\":1,\\\"y\\\":2}\")"
     );
 }

@@ -386,3 +386,117 @@ fn a_schema_with_a_chain_of_ten_thousand_references_is_refused_when_built() {
         "{reason}"
     );
 }
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Reading {
+    room: String,
+    celsius: f64,
+}
+
+/// Read a room's temperature.
+#[tool(
+    label = "Thermometer",
+    sequential,
+    deny_unknown_fields,
+    timeout = "2s",
+    blocking,
+    read_only,
+    idempotent,
+    open_world = false
+)]
+fn thermometer(room: String) -> pi_tool::Json<Reading> {
+    pi_tool::Json(Reading {
+        room,
+        celsius: 21.5,
+    })
+}
+
+#[tokio::test]
+async fn the_builder_says_everything_the_attribute_says() {
+    let attribute = ThermometerTool;
+    // The attribute's schema without its `additionalProperties: false`: the builder adds it.
+    let mut parameters = attribute.spec().parameters.clone();
+    parameters
+        .as_object_mut()
+        .expect("an object schema")
+        .shift_remove("additionalProperties");
+    let built = FnTool::builder(
+        "thermometer",
+        attribute.spec().description.clone(),
+        parameters,
+    )
+    .label("Thermometer")
+    .sequential()
+    .deny_unknown_fields()
+    .timeout(std::time::Duration::from_secs(2))
+    .blocking()
+    .annotations(
+        pi_tool::ToolAnnotations::new()
+            .read_only(true)
+            .idempotent(true)
+            .open_world(false),
+    )
+    .output_schema_for::<Reading>()
+    .build(|args: Value, _ctx| async move {
+        pi_tool::Json(Reading {
+            room: args["room"].as_str().unwrap_or_default().to_owned(),
+            celsius: 21.5,
+        })
+    })
+    .expect("a valid tool");
+    assert_eq!(built.spec(), attribute.spec());
+    assert_eq!(built.label(), attribute.label());
+    assert_eq!(built.execution_mode(), attribute.execution_mode());
+    assert_eq!(built.execution_mode(), Some(ExecutionMode::Sequential));
+    assert_eq!(built.timeout(), attribute.timeout());
+    assert_eq!(built.blocking(), attribute.blocking());
+    assert!(built.blocking());
+    assert_eq!(built.annotations(), attribute.annotations());
+    assert_eq!(built.output_schema(), attribute.output_schema());
+    assert!(built.output_schema().is_some());
+
+    // And they run alike: the same result and details, the same refusal of an unknown field.
+    let tools = ToolRegistry::new().with(built);
+    let by_attribute = ToolRegistry::new().with(ThermometerTool);
+    for arguments in [json!({"room": "hall"}), json!({"room": "hall", "rom": 1})] {
+        let call = ToolCall::new("c1", "thermometer", arguments);
+        let (a, b) = (tools.run(&call).await, by_attribute.run(&call).await);
+        assert_eq!(
+            (a.is_error, a.text_content(), a.details),
+            (b.is_error, b.text_content(), b.details)
+        );
+    }
+    let unknown = tools
+        .run(&ToolCall::new(
+            "c2",
+            "thermometer",
+            json!({"room": "hall", "rom": 1}),
+        ))
+        .await;
+    assert!(
+        unknown
+            .text_content()
+            .contains("rom: unknown property (did you mean \"room\"?)"),
+        "{}",
+        unknown.text_content()
+    );
+}
+
+#[test]
+fn an_invalid_output_schema_is_an_error_when_built() {
+    let err = FnTool::builder("t", "T.", json!({"type": "object"}))
+        .output_schema(json!({"type": 5}))
+        .build(|_args, _ctx| async { "" })
+        .expect_err("an invalid output schema");
+    let text = err.to_string();
+    assert!(
+        text.contains("the output schema is not valid JSON Schema"),
+        "{text}"
+    );
+    // The parallel mode is the attribute's `parallel`.
+    let parallel = FnTool::builder("t", "T.", json!({"type": "object"}))
+        .parallel()
+        .build(|_args, _ctx| async { "" })
+        .expect("a valid tool");
+    assert_eq!(parallel.execution_mode(), Some(ExecutionMode::Parallel));
+}

@@ -67,7 +67,7 @@ fn dismantle(value: Value) {
     }
 }
 
-const DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 64 levels; send flatter arguments";
+const DEPTH_ERROR: &str = "Arguments for tool \"note\" are nested deeper than the limit of 128 levels; send flatter arguments";
 const SIZE_ERROR: &str = "Arguments for tool \"note\" are larger than the limit of 1048576 bytes. \
                           Send smaller arguments (split the work into several calls)";
 
@@ -199,4 +199,63 @@ fn fn_tools_take_a_timeout_and_the_blocking_flag() {
         (bounded.timeout(), bounded.blocking()),
         (Some(Duration::from_secs(2)), true)
     );
+}
+
+/// A section of an outline: a recursive type, two JSON levels per section.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Section {
+    title: String,
+    children: Vec<Section>,
+}
+
+/// Count an outline's levels, and name its first leaf.
+#[tool]
+async fn outline(root: Section) -> String {
+    let mut levels = 1;
+    let mut section = &root;
+    while let Some(child) = section.children.first() {
+        levels += 1;
+        section = child;
+    }
+    format!("{levels} levels down to {}", section.title)
+}
+
+#[tokio::test]
+async fn a_recursive_argument_serde_reads_is_not_refused_by_default() {
+    // 50 sections: 101 JSON levels with the arguments' own object.
+    let mut tree = json!({"title": "leaf", "children": []});
+    for _ in 1..50 {
+        tree = json!({"title": "section", "children": [tree]});
+    }
+    let tools = ToolRegistry::new().with(OutlineTool);
+    for arguments in [
+        json!({ "root": tree }),
+        Value::String(json!({ "root": tree }).to_string()),
+    ] {
+        let result = tools.run(&ToolCall::new("c1", "outline", arguments)).await;
+        assert!(!result.is_error, "{}", result.text_content());
+        assert_eq!(result.text_content(), "50 levels down to leaf");
+    }
+}
+
+#[test]
+fn no_argument_serde_json_reads_is_refused_by_the_default_limits() {
+    // serde_json reads text at most 127 levels deep; the default limit must take all of it.
+    let mut deepest_read = 0;
+    for depth in 120..=140 {
+        let text = format!(
+            "{{\"v\": {}{}}}",
+            "[".repeat(depth - 1),
+            "]".repeat(depth - 1)
+        );
+        let Ok(parsed) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        deepest_read = depth;
+        let limits = ArgumentLimits::DEFAULT;
+        assert!(limits.check("t", &Value::String(text)).is_ok(), "{depth}");
+        assert!(limits.check("t", &parsed).is_ok(), "{depth}");
+        dismantle(parsed);
+    }
+    assert_eq!(deepest_read, 127, "serde_json's recursion limit moved");
 }

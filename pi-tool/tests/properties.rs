@@ -206,6 +206,7 @@ fn hostile() -> impl Strategy<Value = Value> {
         "5.0",
         "5.5",
         "5.0000000000000001",
+        "3.14159265358979323846",
         "9007199254740993.0",
         "1e3",
         "1e-400",
@@ -332,7 +333,8 @@ fn lossless(sent: &Value, normalized: &Value) -> bool {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| lossless(x, y))
         }
         (Value::String(s), Value::Number(n)) => {
-            decimal_form(s).is_some() && decimal_form(s) == number_form(n)
+            decimal_form(s).is_some()
+                && (decimal_form(s) == number_form(n) || same_float_as_the_literal(s.trim(), n))
         }
         (Value::Number(float), Value::Number(int)) => {
             float.is_f64() && number_form(float) == number_form(int)
@@ -345,6 +347,20 @@ fn lossless(sent: &Value, normalized: &Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `number` is the float serde_json reads for `text` as a JSON number (a float with
+/// more digits than an `f64` holds is rounded, as the literal is), and not 0 for a non-zero
+/// decimal.
+fn same_float_as_the_literal(text: &str, number: &Number) -> bool {
+    let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
+        return false;
+    };
+    let read = serde_json::from_str::<f64>(text)
+        .ok()
+        .or_else(|| text.parse().ok());
+    read == Some(float)
+        && (float != 0.0 || decimal_form(text).is_some_and(|(_, d, _)| d.is_empty()))
 }
 
 /// `normalized` is `sent`, except that a `null` may be left out (an optional property: the

@@ -1,5 +1,5 @@
 //! Server behaviour the official clients' scripts do not reach: concurrent calls of a
-//! `sequential` tool are serialized while other tools keep running, and `State<T>` values
+//! `sequential` tool are serialized (each runs alone, as in the agent loop), and `State<T>` values
 //! given to the registry reach the tools. Driven by rmcp's client over stdio.
 
 use std::time::Duration;

@@ -1,9 +1,11 @@
-//! One `tools/call`: the loop's pipeline (prepare, normalize, validate, execute), progress
-//! notifications from `ctx.update()`, cancellation, and the MCP result.
+//! One `tools/call`: `pi-tool`'s pipeline, as every host runs it (limits, prepare, normalize,
+//! validate, the gate of sequential tools, execution within the call's timeout, the blocking
+//! pool, the result-size limit), plus what MCP adds: progress notifications from
+//! `ctx.update()`, the request's cancellation, and the MCP result.
 
 use std::sync::Arc;
 
-use pi_tool::{Content, ToolResult, execute_prepared, prepare_call};
+use pi_tool::{Content, ToolCall, ToolResult, run_tool_call};
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
@@ -15,22 +17,21 @@ use tokio::sync::mpsc;
 use super::catalog::{Catalog, OutputShape, ServedTool, WRAPPED_OUTPUT_KEY};
 
 /// Runs `served` with the client's arguments; every outcome is a result (invalid arguments,
-/// `Err` and panics are `isError: true` with the loop's texts).
+/// timeouts, `Err` and panics are `isError: true` with the loop's texts).
 pub(crate) async fn run(
     catalog: &Catalog,
     served: &ServedTool,
     arguments: Option<JsonObject>,
     request: RequestContext<RoleServer>,
 ) -> CallToolResult {
-    let raw = Value::Object(arguments.unwrap_or_default());
-    let tool = served.tool.as_ref();
-    let prepared = match prepare_call(tool, &raw) {
-        Ok(prepared) => prepared,
-        Err(err) => return CallToolResult::error(vec![ContentBlock::text(err.message())]),
-    };
+    let call = ToolCall::new(
+        request.id.to_string(),
+        served.tool.spec().name.clone(),
+        Value::Object(arguments.unwrap_or_default()),
+    );
     // The call's own token: cancelling it (a client's cancel, an HTTP disconnect) stops this
     // call and nothing else.
-    let mut ctx = pi_tool::ToolContext::new(request.id.to_string())
+    let mut ctx = pi_tool::ToolContext::new(call.id.clone())
         .with_state(catalog.state.clone())
         .with_signal(request.ct.child_token());
     let progress = request.meta.get_progress_token().map(|token| {
@@ -46,22 +47,14 @@ pub(crate) async fn run(
             forward_progress(request.peer.clone(), token, receiver),
         )
     });
-    // A sequential call waits for its turn; a cancel while it waits means it never runs.
-    let _turn = match &served.sequential {
-        Some(lock) => tokio::select! {
-            turn = lock.lock() => Some(turn),
-            () = request.ct.cancelled() => {
-                return CallToolResult::error(vec![ContentBlock::text("Operation aborted")]);
-            }
-        },
-        None => None,
-    };
+    // A sequential call waits for its turn in the pipeline; a cancel while it waits means it
+    // never runs.
     let result = match progress {
-        None => execute_prepared(tool, &raw, prepared, ctx).await,
+        None => run_tool_call(catalog, &call, ctx).await,
         Some((sender, forwarder)) => {
             // Updates are forwarded while the tool runs; the last one is sent before the result.
             let execution = async {
-                let result = execute_prepared(tool, &raw, prepared, ctx).await;
+                let result = run_tool_call(catalog, &call, ctx).await;
                 let _ = sender.send(Progress::Done);
                 result
             };

@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, ExecutionMode, StateMap, ToolAnnotations, ToolRegistry};
+use pi_tool::{
+    AgentTool, CallGate, CallLimits, ExecutionMode, StateMap, ToolAnnotations, ToolHost,
+    ToolRegistry,
+};
 use rmcp::model::{
     Implementation, InitializeResult, JsonObject, ServerCapabilities, Tool,
     ToolAnnotations as McpAnnotations,
 };
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 
 /// The key a non-object output is wrapped under, so `structuredContent` is always an object.
 pub(crate) const WRAPPED_OUTPUT_KEY: &str = "result";
@@ -20,8 +22,6 @@ pub(crate) struct ServedTool {
     pub(crate) tool: Arc<dyn AgentTool>,
     /// How `details` become `structuredContent`.
     pub(crate) output: OutputShape,
-    /// Held while a sequential tool runs, so its calls never overlap.
-    pub(crate) sequential: Option<Mutex<()>>,
 }
 
 /// How a result's `details` reach `structuredContent`.
@@ -35,12 +35,17 @@ pub(crate) enum OutputShape {
     Wrapped,
 }
 
-/// Everything the handler needs, shared by every session.
+/// Everything the handler needs, shared by every session; what a call lends `pi-tool`'s
+/// pipeline (the registry's tools and limits, and one gate for every session: a sequential
+/// tool's call never runs while another call of this server runs).
 pub(crate) struct Catalog {
     pub(crate) listed: Vec<Tool>,
     pub(crate) by_name: HashMap<String, ServedTool>,
     pub(crate) state: StateMap,
     pub(crate) info: InitializeResult,
+    limits: CallLimits,
+    /// `Some` when a tool is sequential.
+    gate: Option<CallGate>,
 }
 
 impl Catalog {
@@ -55,17 +60,17 @@ impl Catalog {
         for tool in registry.tools() {
             let (described, output) = describe(tool.as_ref());
             listed.push(described);
-            let sequential =
-                (tool.execution_mode() == Some(ExecutionMode::Sequential)).then(|| Mutex::new(()));
             by_name.insert(
                 tool.spec().name.clone(),
                 ServedTool {
                     tool: Arc::clone(tool),
                     output,
-                    sequential,
                 },
             );
         }
+        let any_sequential = registry
+            .tools()
+            .any(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential));
         // The registry iterates sorted by name; keep the promise explicit.
         listed.sort_by(|a, b| a.name.cmp(&b.name));
         let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
@@ -78,12 +83,32 @@ impl Catalog {
             by_name,
             state: registry.state().clone(),
             info,
+            limits: *registry.call_limits(),
+            gate: any_sequential.then(CallGate::new),
         }
     }
 
     /// Registered names, sorted (for "did you mean").
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.listed.iter().map(|tool| tool.name.as_ref())
+    }
+}
+
+impl ToolHost for Catalog {
+    fn tool(&self, name: &str) -> Option<&Arc<dyn AgentTool>> {
+        self.by_name.get(name).map(|served| &served.tool)
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.names().collect()
+    }
+
+    fn limits(&self) -> &CallLimits {
+        &self.limits
+    }
+
+    fn gate(&self) -> Option<&CallGate> {
+        self.gate.as_ref()
     }
 }
 

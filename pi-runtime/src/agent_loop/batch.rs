@@ -9,14 +9,15 @@ use std::task::Poll;
 use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
-use pi_tool::{CallHost, CancellationToken, ExecutionMode, StateMap, ToolResult};
+use pi_tool::{
+    CallHost, CallLimits, CancellationToken, Deadline, ExecutionMode, StateMap, ToolResult,
+};
 use tracing::{Instrument, Span};
 
 use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_once_in};
 use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::Emitter;
-use super::grace::Grace;
 use super::host::BatchHost;
 use super::run::ABORTED;
 use super::spans;
@@ -28,6 +29,8 @@ use crate::message::{Message, StopReason};
 pub(crate) struct BatchEnv<'a> {
     pub(crate) tools: &'a ToolSet,
     pub(crate) config: &'a AgentLoopConfig,
+    /// The bounds of each call (from `config`).
+    pub(crate) limits: &'a CallLimits,
     pub(crate) signal: &'a CancellationToken,
     pub(crate) state: &'a StateMap,
     pub(crate) emitter: &'a Emitter,
@@ -311,7 +314,7 @@ impl<'b> Batch<'_, 'b> {
             // After an abort the loop waits at most `abort_grace` more: a tool that ignores the
             // signal cannot hang the run (its call is answered `Operation aborted`).
             let mut cancelled = pin!(self.env.signal.cancelled());
-            let mut grace: Option<Pin<Box<Grace>>> = None;
+            let mut grace: Option<Pin<Box<Deadline>>> = None;
             let mut aborted = false;
             loop {
                 while running.len() < limit && next < slots.len() {
@@ -329,7 +332,7 @@ impl<'b> Batch<'_, 'b> {
                     None => match select(running.next(), cancelled.as_mut()).await {
                         Either::Left((finished, _)) => finished,
                         Either::Right(((), _)) => {
-                            grace = Some(Box::pin(Grace::after(self.env.config.abort_grace)));
+                            grace = Some(Box::pin(Deadline::after(self.env.limits.abort_grace)));
                             continue;
                         }
                     },

@@ -9,17 +9,15 @@ use std::task::Poll;
 
 use futures_util::future::{Either, select};
 use pi_tool::{
-    AgentTool, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage, execute_prepared,
-    prepare_call_within, tool_not_found_message,
+    AgentTool, Deadline, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage,
+    execute_prepared, execute_within, fit_result, prepare_call_within, tool_not_found_message,
 };
 use tracing::Span;
 
 use super::batch::Batch;
 use super::clock::Instant;
 use super::context::ToolSet;
-use super::grace::Grace;
 use super::guard::guarded;
-use super::limits::fit_result;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
 use crate::event::{AgentEvent, ToolCallRef};
@@ -152,11 +150,7 @@ impl<'b> Batch<'_, 'b> {
             let missing = tool_not_found_message(call.name(), self.env.tools.names());
             return Preparation::Immediate(call, ToolResult::error(missing));
         };
-        match prepare_call_within(
-            tool.as_ref(),
-            call.arguments(),
-            &self.env.config.argument_limits,
-        ) {
+        match prepare_call_within(tool.as_ref(), call.arguments(), &self.env.limits.arguments) {
             Ok(args) => Preparation::Ready(Prepared {
                 call,
                 tool,
@@ -183,7 +177,7 @@ impl<'b> Batch<'_, 'b> {
             Either::Right(((), execution)) => execution,
         };
         // Aborted: the tool gets a grace period to answer for itself.
-        let grace = Grace::after(self.env.config.abort_grace);
+        let grace = Deadline::after(self.env.limits.abort_grace);
         match select(execution, grace).await {
             Either::Left((done, _)) => done,
             Either::Right(((), _)) => (call, ToolResult::error(ABORTED), started),
@@ -214,7 +208,7 @@ impl<'b> Batch<'_, 'b> {
         // left behind (a blocking tool's thread).
         let _close_updates = CloseUpdatesOnDrop(ctx.clone());
         let result = match &self.env.config.after_tool_call {
-            None => self.run_tool(tool, call.arguments(), args, ctx).await,
+            None => execute_within(tool, call.arguments(), args, ctx, self.env.limits).await,
             // Boxed so that the hook's state does not grow every call's future.
             Some(_) => Box::pin(self.execute_with_after_hook(&call, tool, args, ctx)).await,
         };
@@ -255,9 +249,7 @@ impl<'b> Batch<'_, 'b> {
 
     /// A call with no `after_tool_call`, no timeout and not `blocking` runs as it is.
     fn is_plain(&self, tool: &dyn AgentTool) -> bool {
-        self.env.config.after_tool_call.is_none()
-            && tool.timeout().or(self.env.config.tool_timeout).is_none()
-            && !tool.blocking()
+        self.env.config.after_tool_call.is_none() && self.env.limits.is_plain(tool)
     }
 
     /// Runs a call, then `after_tool_call` on its result.
@@ -269,7 +261,8 @@ impl<'b> Batch<'_, 'b> {
         ctx: ToolContext,
     ) -> ToolResult {
         let args = prepared.get(call.arguments()).clone();
-        let mut result = self.run_tool(tool, call.arguments(), prepared, ctx).await;
+        let mut result =
+            execute_within(tool, call.arguments(), prepared, ctx, self.env.limits).await;
         let Some(hook) = &self.env.config.after_tool_call else {
             return result;
         };
@@ -323,7 +316,7 @@ impl<'b> Batch<'_, 'b> {
             terminate,
             is_error,
         } = result;
-        fit_result(&mut content, self.env.config.max_result_bytes);
+        fit_result(&mut content, self.env.limits.max_result_bytes);
         let message = Arc::new(Message::ToolResult(ToolResultMessage {
             tool_call_id: call.id().to_owned(),
             tool_name: call.name().to_owned(),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, CancellationToken, StateMap, ToolRegistry};
+use pi_tool::{AgentTool, CallLimits, CancellationToken, StateMap, ToolRegistry};
 use tracing::{Instrument, Span};
 
 use super::context::ToolSet;
@@ -33,6 +33,8 @@ pub(crate) struct Run {
     pub(crate) available: ToolRegistry,
     pub(crate) state: StateMap,
     pub(crate) config: AgentLoopConfig,
+    /// The bounds of every call, taken from `config` once per run.
+    pub(crate) limits: CallLimits,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) signal: CancellationToken,
     pub(crate) options: StreamOptions,
@@ -130,6 +132,7 @@ impl Run {
                         let env = BatchEnv {
                             tools: &self.tools,
                             config: &self.config,
+                            limits: &self.limits,
                             signal: &self.signal,
                             state: &self.state,
                             emitter: &self.emitter,

@@ -2,13 +2,14 @@
 //!
 //! Going through `f64` would change values silently (`"5.0000000000000001"` to `5`,
 //! `"9007199254740993.0"` to `9007199254740992`, `"1e-400"` to `0`): the decimal is read
-//! digit by digit instead, an integer is built only from an integral decimal, and a float is
-//! accepted only when the `f64` it becomes has exactly the decimal's value.
+//! digit by digit instead, and an integer is built only from an integral decimal. A float is
+//! the nearest `f64`, as the same digits sent as a JSON number would be (rounded past its 17
+//! significant digits), but never 0 for a value that is not.
 
 use serde_json::{Number, Value};
 
 /// A decimal reduced to `±digits × 10^exponent`, with no leading or trailing zeros in `digits`
-/// (zero has no digits): two decimals are equal exactly when their forms are.
+/// (zero has no digits).
 #[derive(PartialEq, Eq, Debug)]
 struct Decimal<'a> {
     negative: bool,
@@ -27,15 +28,6 @@ impl Decimal<'_> {
 
     fn digit_bytes(&self) -> impl Iterator<Item = u8> + '_ {
         self.digits.iter().flat_map(|part| part.iter().copied())
-    }
-
-    fn same_value(&self, other: &Decimal<'_>) -> bool {
-        if self.is_zero() || other.is_zero() {
-            return self.is_zero() && other.is_zero() && self.negative == other.negative;
-        }
-        self.negative == other.negative
-            && self.exponent == other.exponent
-            && self.digit_bytes().eq(other.digit_bytes())
     }
 }
 
@@ -103,9 +95,9 @@ fn parse_decimal(text: &str) -> Option<Decimal<'_>> {
     })
 }
 
-/// A numeric string as a JSON number that has exactly its value: an integer when the value is
-/// integral and fits `i64`/`u64`, else (when `allow_float`) an `f64` equal to it. `None` when
-/// neither exists: the string is then left for validation to refuse.
+/// A numeric string as a JSON number: an integer when the value is integral and fits
+/// `i64`/`u64` (exactly), else (when `allow_float`) the nearest finite, non-zero `f64` (zero for
+/// zero). `None` when neither exists: the string is then left for validation to refuse.
 pub(crate) fn parse_exact(text: &str, allow_float: bool) -> Option<Value> {
     let decimal = parse_decimal(text)?;
     if let Some(integer) = exact_integer(&decimal) {
@@ -114,11 +106,15 @@ pub(crate) fn parse_exact(text: &str, allow_float: bool) -> Option<Value> {
     if !allow_float {
         return None;
     }
-    let float: f64 = text.parse().ok().filter(|f: &f64| f.is_finite())?;
-    // Rust prints the shortest decimal that reads back as the same f64: if that decimal is
-    // the one sent, the f64 holds it exactly as far as JSON can tell.
-    let shortest = format!("{float:e}");
-    if !parse_decimal(&shortest)?.same_value(&decimal) {
+    // A float holds about 17 significant digits: more are rounded to the nearest `f64`, as
+    // serde_json rounds the same digits sent as a JSON number (so a string and a literal of
+    // one number mean the same). Read by serde_json itself where the text is JSON's syntax.
+    let float: f64 = serde_json::from_str(text)
+        .ok()
+        .or_else(|| text.parse().ok())
+        .filter(|f: &f64| f.is_finite())?;
+    // No `f64` comes near a value that would become 0 (`1e-400`): refused, never 0.
+    if float == 0.0 && !decimal.is_zero() {
         return None;
     }
     Number::from_f64(float).map(Value::Number)
@@ -199,8 +195,26 @@ mod tests {
         );
         assert_eq!(parse_exact("1e-400", true), None);
         assert_eq!(parse_exact("1e400", true), None);
-        assert_eq!(parse_exact("3.14159265358979323846", true), None);
-        assert_eq!(parse_exact("5.0000000000000001", true), None);
+    }
+
+    #[test]
+    fn a_float_with_more_digits_than_an_f64_holds_is_rounded_as_a_json_number_is() {
+        for text in [
+            "3.14159265358979323846",
+            "5.0000000000000001",
+            "0.1000000000000000055511151231257827",
+            "-2.718281828459045235360287",
+            "1.7976931348623157e308",
+            "4.9406564584124654e-324",
+        ] {
+            let literal: serde_json::Value = serde_json::from_str(text).expect("a JSON number");
+            assert_eq!(parse_exact(text, true), Some(literal), "{text}");
+        }
+        // Outside JSON's syntax, the nearest f64 all the same.
+        assert_eq!(
+            parse_exact("+3.14159265358979323846", true),
+            Some(json!(std::f64::consts::PI))
+        );
     }
 
     #[test]

@@ -67,6 +67,17 @@ pub(crate) struct Node {
     pub(crate) additional: Option<usize>,
     /// `additionalProperties: false`: unknown keys are reported on their own.
     pub(crate) closed: bool,
+    /// A union whose branches are told apart by a tag (serde's internally and adjacently
+    /// tagged enums): each branch's own node, so a value normalizes as the variant its tag
+    /// names rather than as the union of all variants.
+    pub(crate) variants: Option<Box<Variants>>,
+}
+
+/// The branches of a tagged union, by the value of their tag property.
+pub(crate) struct Variants {
+    tag: String,
+    /// `(tag value, the branch's own node)`, one per branch; no two share a tag value.
+    by_tag: Vec<(Value, usize)>,
 }
 
 impl Node {
@@ -128,6 +139,15 @@ impl Shape {
 
     fn normalize_at(&self, index: usize, value: &Value) -> Option<Value> {
         let node = &self.nodes[index];
+        if let (Some(variants), Value::Object(map)) = (&node.variants, value)
+            && let Some(tag) = map.get(&variants.tag)
+            && let Some(&(_, branch)) = variants.by_tag.iter().find(|(value, _)| value == tag)
+        {
+            // The tag names the variant: its fields mean what that variant says (a string
+            // where it wants an object is that object as JSON, even when another variant's
+            // field of the same name is a string).
+            return self.normalize_at(branch, value);
+        }
         if let Some(coerced) = coerce_scalar(node.types, value) {
             // A coerced value (e.g. a JSON string parsed into an object) is normalized too.
             return Some(self.normalize_at(index, &coerced).unwrap_or(coerced));
@@ -187,6 +207,32 @@ impl Shape {
         }
         Some(out)
     }
+}
+
+/// The required properties of an object schema that hold one constant value (`const`, or an
+/// `enum` of one), with that value: what may tag a union's branch.
+fn tags(branch: &Value) -> Vec<(&str, &Value)> {
+    let Some(map) = branch.as_object() else {
+        return Vec::new();
+    };
+    let (Some(Value::Object(properties)), Some(Value::Array(required))) =
+        (map.get("properties"), map.get("required"))
+    else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter(|(name, _)| required.iter().any(|r| r.as_str() == Some(name.as_str())))
+        .filter_map(|(name, property)| {
+            let property = property.as_object()?;
+            let value = match (property.get("const"), property.get("enum")) {
+                (Some(value), _) => value,
+                (None, Some(Value::Array(values))) if values.len() == 1 => &values[0],
+                _ => return None,
+            };
+            Some((name.as_str(), value))
+        })
+        .collect()
 }
 
 /// The lossless rewrite of a scalar the schema does not accept, if there is one.
@@ -335,9 +381,39 @@ impl<'a> Builder<'a> {
                     let child = self.build(branch);
                     self.merges.push((index, child));
                 }
+                if key != "allOf" && self.nodes[index].variants.is_none() {
+                    self.nodes[index].variants = self.variants(branches);
+                }
             }
         }
         index
+    }
+
+    /// The branches of a union told apart by one required property with a constant value in
+    /// each (`{"t": {"const": "Move"}}`), each built again on its own: the nodes built above
+    /// are merged into the union's and widened by the other branches.
+    fn variants(&mut self, branches: &'a [Value]) -> Option<Box<Variants>> {
+        let first = tags(branches.first()?);
+        let (tag, _) = first.into_iter().find(|(name, _)| {
+            branches
+                .iter()
+                .all(|branch| tags(branch).iter().any(|(other, _)| other == name))
+        })?;
+        let mut by_tag: Vec<(Value, usize)> = Vec::with_capacity(branches.len());
+        for branch in branches {
+            let (_, value) = tags(branch).into_iter().find(|(name, _)| *name == tag)?;
+            if by_tag.iter().any(|(seen, _)| seen == value) {
+                return None;
+            }
+            by_tag.push((value.clone(), 0));
+        }
+        for ((_, node), branch) in by_tag.iter_mut().zip(branches) {
+            *node = self.build(branch);
+        }
+        Some(Box::new(Variants {
+            tag: tag.to_owned(),
+            by_tag,
+        }))
     }
 
     /// The node of a `$defs` entry, built once; a recursive reference reuses it.

@@ -1,5 +1,5 @@
 //! The benchmark's peer: the same tiny `echo` tool as rmcp's own `#[tool_router]` server (rmcp
-//! does not validate arguments). `rmcp-bench-server stdio | http`, like the fixture server.
+//! does not validate arguments), served by `pi-mcp-bench serve-rmcp stdio|http`.
 
 use std::sync::Arc;
 
@@ -42,17 +42,18 @@ impl ServerHandler for Bench {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    match std::env::args().nth(1).as_deref() {
-        Some("stdio") => {
+/// Serves over `transport` (`stdio`, or `http`: 127.0.0.1 on a free port, after printing
+/// `listening http://127.0.0.1:PORT/mcp`) until the client goes away.
+pub(crate) async fn serve(transport: &str) -> Result<(), Box<dyn std::error::Error>> {
+    match transport {
+        "stdio" => {
             Bench::new()
                 .serve(rmcp::transport::stdio())
                 .await?
                 .waiting()
                 .await?;
         }
-        Some("http") => {
+        "http" => {
             let service = StreamableHttpService::new(
                 || Ok(Bench::new()),
                 Arc::new(LocalSessionManager::default()),
@@ -62,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("listening http://{}/mcp", listener.local_addr()?);
             axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await?;
         }
-        _ => return Err("usage: rmcp-bench-server stdio|http".into()),
+        other => return Err(format!("unknown transport {other:?}: stdio or http").into()),
     }
     Ok(())
 }

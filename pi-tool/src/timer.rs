@@ -1,11 +1,12 @@
-//! Tool timeouts: futures that become ready at an instant, woken by one process-wide timer
-//! thread.
+//! Tool timeouts and abort graces: futures that become ready at an instant, woken by one
+//! process-wide timer thread.
 //!
-//! Why a thread of our own: the loop runs on any executor (it needs no tokio timer driver, and
-//! a runtime built without `enable_time` would panic in `tokio::time::sleep`), and one thread
-//! for every deadline costs a heap entry per timed call, not a thread per call as the abort
-//! grace's timer does. A deadline dropped early (the call finished in time) is marked and
-//! swept out in bulk, so a million fast calls with a 30 s timeout do not pile up entries.
+//! Why a thread of our own: every host (the agent loop, `ToolRegistry::run`, an MCP server, a
+//! Restate service) runs on an executor of its choice, and a tokio runtime built without
+//! `enable_time` would panic in `tokio::time::sleep`; one thread for every deadline costs a heap
+//! entry per timed call, not a thread per call. A deadline dropped early (the call finished in
+//! time) is marked and swept out in bulk, so a million fast calls with a 30 s timeout do not
+//! pile up entries.
 
 use std::cmp::{Ordering as CmpOrdering, Reverse};
 use std::collections::BinaryHeap;
@@ -18,8 +19,23 @@ use std::time::{Duration, Instant};
 
 use futures_util::task::AtomicWaker;
 
-/// Ready once its instant has passed.
-pub(crate) struct Deadline {
+/// A future that is ready once a duration has passed, woken by `pi-tool`'s timer thread, so
+/// it needs no async runtime (nor tokio's timer driver).
+///
+/// The pipeline bounds a call's timeout and its abort grace with it; a host uses it for its own
+/// waits (the agent loop's grace after an abort).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use pi_tool::Deadline;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let started = Instant::now();
+/// Deadline::after(Duration::from_millis(20)).await;
+/// assert!(started.elapsed() >= Duration::from_millis(20));
+/// # });
+/// ```
+pub struct Deadline {
     entry: Arc<Entry>,
 }
 
@@ -145,20 +161,22 @@ fn timer() -> Option<&'static Timer> {
             .name("pi-tool-timeouts".to_owned())
             .spawn(move || timer.run())
             .map(|_| timer)
-            .map_err(|err| tracing::warn!(%err, "no timer thread: tool timeouts are off"))
             .ok()
     })
 }
 
 impl Deadline {
-    /// Ready `after` from now. Without a timer thread (the system refused one) it never
-    /// becomes ready: a call then runs unbounded rather than failing at once.
-    pub(crate) fn after(after: Duration) -> Self {
+    /// Ready `after` from now (at once for zero). Without a timer thread (the system refused
+    /// one) it never becomes ready: a call then runs unbounded rather than failing at once.
+    pub fn after(after: Duration) -> Self {
         let entry = Arc::new(Entry {
-            expired: AtomicBool::new(false),
+            expired: AtomicBool::new(after.is_zero()),
             abandoned: AtomicBool::new(false),
             waker: AtomicWaker::new(),
         });
+        if after.is_zero() {
+            return Deadline { entry };
+        }
         if let Some(timer) = timer() {
             let at = Instant::now().checked_add(after);
             // A timeout too far to represent never expires.
@@ -167,6 +185,14 @@ impl Deadline {
             }
         }
         Deadline { entry }
+    }
+}
+
+impl std::fmt::Debug for Deadline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deadline")
+            .field("expired", &self.entry.expired.load(Ordering::Acquire))
+            .finish()
     }
 }
 

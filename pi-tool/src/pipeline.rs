@@ -1,0 +1,144 @@
+//! The pipeline of one call, the same in every host: lookup, the argument limits,
+//! `prepare_arguments`, normalization and validation, the abort check, sequential exclusion,
+//! execution within the call's limits (the tool's timeout or the host's, a `blocking` tool on
+//! the blocking pool, panic capture), and the result-size limit.
+//!
+//! A host lends the pipeline what is its own through [`ToolHost`]: its tools, its
+//! [`CallLimits`] and its [`CallGate`]. Everything else is the same everywhere, so a tool means
+//! the same in `ToolRegistry::run`, an MCP server, a Restate tool service and the agent loop
+//! (which runs these same stages, [`prepare_call_within`], [`execute_within`] and
+//! [`fit_result`], between its hooks and events, and keeps sequential tools apart by running
+//! their batch one call at a time).
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+
+use futures_util::future::{Either, select};
+
+use crate::{
+    AgentTool, CallGate, CallLimits, ExecutionMode, PreparedArguments, ToolCall, ToolContext,
+    ToolResult, execute_within, fit_result, prepare_call_within, tool_not_found_message,
+};
+
+/// The result text of a call that did not run, or was answered for, because its run was
+/// aborted.
+pub const ABORTED: &str = "Operation aborted";
+
+/// What a host lends the pipeline: its tools, the bounds of each call, and optionally a gate
+/// for sequential tools.
+///
+/// [`ToolRegistry`](crate::ToolRegistry) is one (its `run` uses it); `pi-mcp`'s server catalog
+/// is another.
+pub trait ToolHost: Send + Sync {
+    /// The tool called `name` (exactly, case-sensitive).
+    fn tool(&self, name: &str) -> Option<&Arc<dyn AgentTool>>;
+
+    /// Every tool's name, for the "did you mean" of an unknown one.
+    fn tool_names(&self) -> Vec<&str>;
+
+    /// The bounds of each call.
+    fn limits(&self) -> &CallLimits;
+
+    /// The gate that keeps a sequential tool's calls apart from every other call. `None` (the
+    /// default) when the host runs one call at a time itself, or has no sequential tool.
+    fn gate(&self) -> Option<&CallGate> {
+        None
+    }
+}
+
+/// Runs one call through every stage of the pipeline in `host` (lookup, argument limits,
+/// `prepare_arguments`, normalization, validation, sequential exclusion, execution within the
+/// timeout, on the blocking pool for a `blocking` tool, panic capture, the result limit); every
+/// failure (unknown tool, arguments over a limit, invalid arguments, an abort, a timeout,
+/// `Err`, a panic) is an error result with the text every host gives.
+///
+/// `ctx` is the call's context: its signal (an abort while the call waits for the gate answers
+/// it `Operation aborted`, and so does one while the tool runs, after the abort grace), its
+/// updates and its state.
+pub async fn run_tool_call(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
+    let mut result = run_unfitted(host, call, ctx).await;
+    // Every result, a refusal's too, as the loop fits every result message.
+    fit_result(&mut result.content, host.limits().max_result_bytes);
+    result
+}
+
+/// Every stage of [`run_tool_call`] but the result-size limit.
+async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
+    let Some(tool) = host.tool(&call.name) else {
+        return ToolResult::error(tool_not_found_message(&call.name, host.tool_names()));
+    };
+    // A fresh context (`ToolContext::new`) cannot be aborted but by the tool: nothing to watch.
+    let watched = ctx.may_be_aborted();
+    if watched && ctx.is_aborted() {
+        return ToolResult::error(ABORTED);
+    }
+    let limits = host.limits();
+    let arguments = match prepare_call_within(tool.as_ref(), &call.arguments, &limits.arguments) {
+        Ok(arguments) => arguments,
+        Err(err) => return ToolResult::error(err.message()),
+    };
+    if watched || host.gate().is_some() {
+        // Boxed: what only a gate or an abort needs keeps the plain call's future small.
+        return Box::pin(run_gated(host, tool, call, arguments, ctx, watched)).await;
+    }
+    execute_within(tool, &call.arguments, arguments, ctx, limits).await
+}
+
+/// The stages after preparation for a call with a gate, or a signal to watch.
+async fn run_gated(
+    host: &dyn ToolHost,
+    tool: &Arc<dyn AgentTool>,
+    call: &ToolCall,
+    arguments: PreparedArguments,
+    ctx: ToolContext,
+    watched: bool,
+) -> ToolResult {
+    let limits = host.limits();
+    let _admission = match host.gate() {
+        Some(gate) => {
+            let exclusive = tool.execution_mode() == Some(ExecutionMode::Sequential);
+            match until_aborted(&ctx, gate.admit(exclusive)).await {
+                Some(admission) => Some(admission),
+                None => return ToolResult::error(ABORTED),
+            }
+        }
+        None => None,
+    };
+    if watched {
+        let watching = ctx.clone();
+        let running = execute_within(tool, &call.arguments, arguments, ctx, limits);
+        until_aborted_or_grace(&watching, limits, running).await
+    } else {
+        execute_within(tool, &call.arguments, arguments, ctx, limits).await
+    }
+}
+
+/// `future`'s output, or `None` once `ctx` is aborted first.
+async fn until_aborted<F: Future>(ctx: &ToolContext, future: F) -> Option<F::Output> {
+    if !ctx.may_be_aborted() {
+        return Some(future.await);
+    }
+    let future = pin!(future);
+    match select(future, pin!(ctx.signal().cancelled())).await {
+        Either::Left((output, _)) => Some(output),
+        Either::Right(((), _)) => None,
+    }
+}
+
+/// Runs a call; after an abort of `ctx` the call gets the grace to answer for itself, and is
+/// then answered `Operation aborted`.
+async fn until_aborted_or_grace<F>(ctx: &ToolContext, limits: &CallLimits, call: F) -> ToolResult
+where
+    F: Future<Output = ToolResult>,
+{
+    let call = pin!(call);
+    let call = match select(call, pin!(ctx.signal().cancelled())).await {
+        Either::Left((result, _)) => return result,
+        Either::Right(((), call)) => call,
+    };
+    match select(call, crate::Deadline::after(limits.abort_grace)).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => ToolResult::error(ABORTED),
+    }
+}

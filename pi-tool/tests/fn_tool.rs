@@ -400,6 +400,7 @@ struct Reading {
     deny_unknown_fields,
     timeout = "2s",
     blocking,
+    defer,
     read_only,
     idempotent,
     open_world = false
@@ -430,6 +431,7 @@ async fn the_builder_says_everything_the_attribute_says() {
     .deny_unknown_fields()
     .timeout(std::time::Duration::from_secs(2))
     .blocking()
+    .deferred()
     .annotations(
         pi_tool::ToolAnnotations::new()
             .read_only(true)
@@ -451,6 +453,8 @@ async fn the_builder_says_everything_the_attribute_says() {
     assert_eq!(built.timeout(), attribute.timeout());
     assert_eq!(built.blocking(), attribute.blocking());
     assert!(built.blocking());
+    assert_eq!(built.deferred(), attribute.deferred());
+    assert!(built.deferred());
     assert_eq!(built.annotations(), attribute.annotations());
     assert_eq!(built.output_schema(), attribute.output_schema());
     assert!(built.output_schema().is_some());

@@ -299,13 +299,17 @@ impl Agent {
 
     /// Replaces the tools with every tool of `registry`.
     pub fn set_tools(&self, registry: ToolRegistry) {
+        let mut tools = registry.tools().cloned().collect();
+        // With deferred tools, `tool_search` and its index are built once here, not per prompt.
+        crate::agent_loop::Deferral::add_search(&mut tools);
         let mut state = self.state();
-        state.tools = registry.tools().cloned().collect();
+        state.tools = tools;
         state.available = registry;
     }
 
     /// Replaces the tools with a list (in order; the first of two with one name is used).
-    pub fn set_tool_list(&self, tools: Vec<Arc<dyn AgentTool>>) {
+    pub fn set_tool_list(&self, mut tools: Vec<Arc<dyn AgentTool>>) {
+        crate::agent_loop::Deferral::add_search(&mut tools);
         self.state().tools = tools;
     }
 

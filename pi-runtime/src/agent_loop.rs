@@ -27,6 +27,8 @@ use crate::model::Model;
 use emitter::{Emitter, Shared};
 use run::Run;
 
+pub(crate) use deferred::Deferral;
+
 /// Awaits an agent listener; a panic becomes `Err(message)`.
 pub(crate) async fn guarded_listener(
     listener: &crate::agent::Listener,
@@ -127,9 +129,9 @@ fn start(
         available,
         mut state,
     } = context;
-    let has_deferred = deferred::Deferral::add_search(&mut tools);
+    let has_deferred = Deferral::add_search(&mut tools);
     let tools = run::tool_set(tools);
-    let deferral = has_deferred.then(|| deferred::Deferral::new(&tools, &messages));
+    let deferral = has_deferred.then(|| Deferral::new(&tools, &messages));
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;

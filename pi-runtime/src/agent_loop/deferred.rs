@@ -19,7 +19,7 @@
 //! order from the same transcript, so its first request repeats the last one's tool prefix.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pi_tool::{AgentTool, TOOL_SEARCH_NAME, ToolSearch, ToolSpec, loaded_by_search};
 
@@ -39,15 +39,17 @@ pub(crate) struct Deferral {
 impl Deferral {
     /// Adds `tool_search` to `tools` when some of them are deferred (and none is named
     /// `tool_search`); returns whether any is deferred. Without deferred tools nothing changes
-    /// and the run keeps no deferral state.
+    /// and the run keeps no deferral state. The index is built here: an [`Agent`](crate::Agent)
+    /// calls this when its tools are set, so its runs find `tool_search` in place and build
+    /// nothing; a direct `agent_loop` call over deferred tools builds it for that run.
     pub(crate) fn add_search(tools: &mut Vec<Arc<dyn AgentTool>>) -> bool {
-        let deferred: Vec<Arc<dyn AgentTool>> =
-            tools.iter().filter(|t| t.deferred()).cloned().collect();
-        if deferred.is_empty() {
+        if !tools.iter().any(|t| t.deferred()) {
             return false;
         }
         if !tools.iter().any(|t| t.spec().name == TOOL_SEARCH_NAME) {
-            tools.push(Arc::new(search_over(deferred)));
+            let deferred: Vec<Arc<dyn AgentTool>> =
+                tools.iter().filter(|t| t.deferred()).cloned().collect();
+            tools.push(Arc::new(ToolSearch::new(&deferred)));
         }
         true
     }
@@ -123,19 +125,35 @@ impl Deferral {
     }
 }
 
-/// The search tool over these deferred tools; built once per tool set: a run over the same
-/// tools (the same `Arc`s, as an `Agent` passes them prompt after prompt) reuses the last index.
-fn search_over(deferred: Vec<Arc<dyn AgentTool>>) -> ToolSearch {
-    type Cached = (Vec<Arc<dyn AgentTool>>, ToolSearch);
-    static LAST: Mutex<Option<Cached>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((tools, search)) = last.as_ref()
-        && tools.len() == deferred.len()
-        && tools.iter().zip(&deferred).all(|(a, b)| Arc::ptr_eq(a, b))
-    {
-        return search.clone();
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, deferred: bool) -> Arc<dyn AgentTool> {
+        let builder = pi_tool::FnTool::builder(name, "A tool.", json!({"type": "object"}));
+        let builder = if deferred {
+            builder.deferred()
+        } else {
+            builder
+        };
+        Arc::new(builder.build(|_, _| async { "ok" }).unwrap())
     }
-    let search = ToolSearch::new(&deferred);
-    *last = Some((deferred, search.clone()));
-    search
+
+    #[test]
+    fn the_search_is_added_once_and_kept_after() {
+        let mut tools = vec![tool("plain", false)];
+        assert!(!Deferral::add_search(&mut tools));
+        assert_eq!(tools.len(), 1, "no deferred tool: nothing added");
+
+        let mut tools = vec![tool("plain", false), tool("hidden", true)];
+        assert!(Deferral::add_search(&mut tools));
+        assert_eq!(tools.len(), 3);
+        assert_eq!(tools[2].spec().name, TOOL_SEARCH_NAME);
+        let search = Arc::clone(&tools[2]);
+        // What an Agent's runs do with the list it prepared: the same search, no second index.
+        assert!(Deferral::add_search(&mut tools));
+        assert_eq!(tools.len(), 3);
+        assert!(Arc::ptr_eq(&tools[2], &search));
+    }
 }

@@ -232,6 +232,17 @@ fn transport_reason(error: &HttpError) -> String {
     }
 }
 
+/// Calls the same method on whichever client `inner` holds (the plain one or rmcp's OAuth
+/// client: two types with one trait).
+macro_rules! with_client {
+    ($inner:expr, |$client:ident| $call:expr) => {
+        match $inner {
+            Inner::Plain($client) => $call.await,
+            Inner::OAuth($client) => $call.await,
+        }
+    };
+}
+
 impl StreamableHttpClient for HttpClient {
     type Error = reqwest::Error;
 
@@ -252,18 +263,13 @@ impl StreamableHttpClient for HttpClient {
                 custom_headers.clone(),
             );
             async move {
-                match inner {
-                    Inner::Plain(client) => {
-                        client
-                            .post_message(uri, message, session_id, auth_header, custom_headers)
-                            .await
-                    }
-                    Inner::OAuth(client) => {
-                        client
-                            .post_message(uri, message, session_id, auth_header, custom_headers)
-                            .await
-                    }
-                }
+                with_client!(inner, |client| client.post_message(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers
+                ))
             }
         })
         .await
@@ -287,32 +293,14 @@ impl StreamableHttpClient for HttpClient {
                 custom_headers.clone(),
             );
             async move {
-                match inner {
-                    Inner::Plain(client) => {
-                        client
-                            .post_message_with_response_limits(
-                                uri,
-                                message,
-                                session_id,
-                                auth_header,
-                                custom_headers,
-                                limits,
-                            )
-                            .await
-                    }
-                    Inner::OAuth(client) => {
-                        client
-                            .post_message_with_response_limits(
-                                uri,
-                                message,
-                                session_id,
-                                auth_header,
-                                custom_headers,
-                                limits,
-                            )
-                            .await
-                    }
-                }
+                with_client!(inner, |client| client.post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits
+                ))
             }
         })
         .await
@@ -326,18 +314,12 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         // Ending a session never starts a sign-in.
-        match &self.inner {
-            Inner::Plain(client) => {
-                client
-                    .delete_session(uri, session_id, auth_header, custom_headers)
-                    .await
-            }
-            Inner::OAuth(client) => {
-                client
-                    .delete_session(uri, session_id, auth_header, custom_headers)
-                    .await
-            }
-        }
+        with_client!(&self.inner, |client| client.delete_session(
+            uri,
+            session_id,
+            auth_header,
+            custom_headers
+        ))
     }
 
     async fn get_stream(
@@ -357,18 +339,13 @@ impl StreamableHttpClient for HttpClient {
                 custom_headers.clone(),
             );
             async move {
-                match inner {
-                    Inner::Plain(client) => {
-                        client
-                            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-                            .await
-                    }
-                    Inner::OAuth(client) => {
-                        client
-                            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-                            .await
-                    }
-                }
+                with_client!(inner, |client| client.get_stream(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers
+                ))
             }
         })
         .await
@@ -392,32 +369,14 @@ impl StreamableHttpClient for HttpClient {
                 custom_headers.clone(),
             );
             async move {
-                match inner {
-                    Inner::Plain(client) => {
-                        client
-                            .get_stream_with_max_sse_event_size(
-                                uri,
-                                session_id,
-                                last_event_id,
-                                auth_header,
-                                custom_headers,
-                                max_sse_event_size,
-                            )
-                            .await
-                    }
-                    Inner::OAuth(client) => {
-                        client
-                            .get_stream_with_max_sse_event_size(
-                                uri,
-                                session_id,
-                                last_event_id,
-                                auth_header,
-                                custom_headers,
-                                max_sse_event_size,
-                            )
-                            .await
-                    }
-                }
+                with_client!(inner, |client| client.get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size
+                ))
             }
         })
         .await

@@ -1,10 +1,12 @@
 //! An [`AgentTool`] whose every execution is one journaled step.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pi_tool::{
-    AgentTool, ArgumentValidator, BoxFuture, CallLimits, ExecutionMode, PreparedArguments,
-    ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec, execute_within,
+    AgentTool, ArgumentValidator, BoxFuture, CallLimits, ExecutionMode, PreparedArguments, Replay,
+    ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec, execute_within,
+    outcome_unknown_message,
 };
 use serde_json::Value;
 
@@ -20,7 +22,9 @@ pub fn idempotency_key(session_id: &str, tool_call_id: &str) -> String {
 /// [`ToolResult`] is journaled, and its context carries the call's idempotency key.
 ///
 /// A call that completed is never run again (a replay reads its result from the journal); a
-/// call interrupted by a crash runs again, with the same key (at-least-once).
+/// call interrupted by a crash runs again, with the same key (at-least-once), unless its tool
+/// says [`Replay::Never`]: then its start is journaled first, and a call found started but
+/// without a result is not run again but answered that its outcome is unknown (with its key).
 ///
 /// The tool's timeout and `blocking` apply inside the step (with the session's
 /// [`CallLimits`]), so what is journaled is what the call came to, a timeout included; the loop
@@ -71,6 +75,14 @@ impl AgentTool for DurableTool {
         self.inner.deferred()
     }
 
+    fn callers(&self) -> ToolCallers {
+        self.inner.callers()
+    }
+
+    fn replay(&self) -> Option<Replay> {
+        self.inner.replay()
+    }
+
     fn output_schema(&self) -> Option<&Value> {
         self.inner.output_schema()
     }
@@ -93,18 +105,45 @@ impl AgentTool for DurableTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
         let key = idempotency_key(&self.session_id, ctx.tool_call_id());
-        let ctx = ctx.with_idempotency_key(key);
+        let ctx = ctx.with_idempotency_key(key.clone());
         let tool = Arc::clone(&self.inner);
         let journal = self.journal.clone();
         let limits = self.limits;
+        let never_twice = tool.replay() == Some(Replay::Never);
         Box::pin(async move {
+            // Whether this attempt is the call's first: for a tool that must not run twice,
+            // its start is journaled before it runs, and found journaled already on a replay.
+            let first_attempt = !never_twice
+                || started_now(&journal)
+                    .await
+                    .map_err(|err| ToolError::new(err.to_string()))?;
             // `execute_within` turns an `Err`, a panic or a timeout into an error result, so
             // what is journaled is exactly what the loop would have made of the call in process.
-            let work = execute_within(&tool, &args, PreparedArguments::default(), ctx, &limits);
+            let work = async move {
+                if first_attempt {
+                    execute_within(&tool, &args, PreparedArguments::default(), ctx, &limits).await
+                } else {
+                    ToolResult::error(outcome_unknown_message(&tool.spec().name, &key))
+                }
+            };
             journal
                 .run("tool", work)
                 .await
                 .map_err(|err| ToolError::new(err.to_string()))
         })
     }
+}
+
+/// Journals the start of a call that must not run twice; `true` when it was journaled now,
+/// `false` when the journal had it already (an earlier attempt started the call, and was
+/// interrupted before its result was journaled, or the result step comes next from the
+/// journal too, and then the work never runs).
+async fn started_now(journal: &Journal) -> Result<bool, crate::error::StepError> {
+    let fresh = AtomicBool::new(false);
+    journal
+        .run("tool started", async {
+            fresh.store(true, Ordering::SeqCst);
+        })
+        .await?;
+    Ok(fresh.load(Ordering::SeqCst))
 }

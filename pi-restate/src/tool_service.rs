@@ -1,6 +1,9 @@
 //! A Restate service serving a [`ToolRegistry`]: one tool call in, one [`ToolResult`] out.
 
-use pi_tool::{ToolCall, ToolRegistry, ToolResult, ToolSpec};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pi_tool::{Replay, ToolCall, ToolRegistry, ToolResult, ToolSpec, outcome_unknown_message};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,8 +38,12 @@ pub struct RemoteCall {
 /// of sequential tools, execution within the call's timeout, the blocking pool, the result-size
 /// limit; every failure an error result with the loop's texts). If the
 /// process dies mid-call, Restate retries the invocation: the tool runs again with the same
-/// idempotency key (at-least-once); once the call returned, its result is journaled in the
-/// caller's journal and never recomputed.
+/// idempotency key (at-least-once), unless the tool says `replay = "never"`
+/// ([`Replay::Never`]): its start is journaled first, and a retried invocation that finds it
+/// answers that the call's outcome is unknown instead of running it again. Once the call
+/// returned, its result is journaled in the caller's journal and never recomputed. A tool only
+/// code may call is not listed (the session's model is never offered it), but served to the
+/// nested calls of the tools that are.
 pub struct PiTools {
     tools: ToolRegistry,
 }
@@ -65,15 +72,43 @@ impl PiTools {
     #[handler]
     async fn call(
         &self,
-        _ctx: Context<'_>,
+        ctx: Context<'_>,
         call: Json<RemoteCall>,
     ) -> Result<Json<ToolResult>, HandlerError> {
-        Ok(Json(self.run_call(call.into_inner()).await))
+        let call = call.into_inner();
+        let never_twice = self
+            .tools
+            .get(&call.tool)
+            .is_some_and(|tool| tool.replay() == Some(Replay::Never));
+        if never_twice {
+            // Journaled before the tool runs: a retried invocation finds it and does not run
+            // the tool again.
+            let fresh = Arc::new(AtomicBool::new(false));
+            let marker = Arc::clone(&fresh);
+            ctx.run(move || async move {
+                marker.store(true, Ordering::SeqCst);
+                Ok(())
+            })
+            .name("tool started")
+            .await?;
+            if !fresh.load(Ordering::SeqCst) {
+                let message = outcome_unknown_message(&call.tool, &call.idempotency_key);
+                return Ok(Json(ToolResult::error(message)));
+            }
+        }
+        Ok(Json(self.run_call(call).await))
     }
 
-    /// The specs of every served tool, sorted by name.
+    /// The specs of every tool the model may call, sorted by name (a tool only code may call
+    /// is left out).
     #[handler]
     async fn list(&self, _ctx: Context<'_>) -> Result<Json<Vec<ToolSpec>>, HandlerError> {
-        Ok(Json(self.tools.specs().cloned().collect()))
+        Ok(Json(
+            self.tools
+                .tools()
+                .filter(|tool| tool.callers().allows_model())
+                .map(|tool| tool.spec().clone())
+                .collect(),
+        ))
     }
 }

@@ -1,5 +1,6 @@
 //! The host matrix: one tool set (a timeout, a `blocking` tool, a sequential tool, oversized and
-//! invalid arguments, an oversized result, a panic) run through every host, each of which must
+//! invalid arguments, an oversized result, a panic, nested calls of each, a tool only code may
+//! call) run through every host, each of which must
 //! give the same results: `ToolRegistry::run`, the agent loop on a `ScriptedModel`, pi-mcp's
 //! `McpServer` (to rmcp's client over an in-process pipe), `PiTools`' handler alone, and
 //! `PiTools` served to a real Restate server and called through its ingress (skipped, or
@@ -117,6 +118,18 @@ async fn boom() -> String {
     panic!("boom")
 }
 
+/// Calls another tool with the given arguments (a nested call), and returns its result.
+#[tool]
+async fn relay(tool: String, arguments: Value, ctx: pi_tool::ToolContext) -> ToolResult {
+    ctx.call_tool(tool, arguments).await
+}
+
+/// Only code may call it.
+#[tool(callers = "code")]
+async fn internal() -> &'static str {
+    "internal"
+}
+
 const MAX_ARGUMENT_BYTES: usize = 4096;
 const MAX_RESULT_BYTES: usize = 200;
 const ABORT_GRACE: Duration = Duration::from_millis(50);
@@ -132,6 +145,8 @@ fn tools() -> ToolRegistry {
         .with(EchoTool)
         .with(BigTool)
         .with(BoomTool)
+        .with(RelayTool)
+        .with(InternalTool)
         .with_state(Release::default())
         .with_state(Probes::default())
         .with_call_limits(limits())
@@ -169,7 +184,20 @@ fn rounds() -> Vec<Vec<ToolCall>> {
             call("sequential", "alone", json!({})),
             call("parallel_2", "together", json!({})),
         ],
+        vec![
+            relayed("nested_valid", "echo", json!({"text": "hi"})),
+            relayed("nested_invalid", "echo", json!({"txt": "hi"})),
+            relayed("nested_timeout", "slow", json!({})),
+            relayed("nested_panic", "boom", json!({})),
+            relayed("nested_internal", "internal", json!({})),
+            call("direct_internal", "internal", json!({})),
+        ],
     ]
+}
+
+/// A call of `relay`, which calls `tool` with `arguments`.
+fn relayed(id: &str, tool: &str, arguments: Value) -> ToolCall {
+    ToolCall::new(id, "relay", json!({"tool": tool, "arguments": arguments}))
 }
 
 /// Per call id: whether the result is an error, and its text blocks.
@@ -220,6 +248,24 @@ fn expected() -> Outcomes {
         ("parallel_1", one(false, "together")),
         ("sequential", one(false, "ran alone")),
         ("parallel_2", one(false, "together")),
+        ("nested_valid", one(false, "hi")),
+        (
+            "nested_invalid",
+            one(
+                true,
+                "Validation failed for tool \"echo\":\n  - text: missing required property (got \"txt\"; is it misspelled?)\n\nReceived arguments:\n{\n  \"txt\": \"hi\"\n}",
+            ),
+        ),
+        ("nested_timeout", one(true, "Tool slow timed out after 100ms")),
+        ("nested_panic", one(true, "Tool boom panicked: boom")),
+        ("nested_internal", one(false, "internal")),
+        (
+            "direct_internal",
+            one(
+                true,
+                "Tool internal can be called only from code (a script of the `code` tool), not directly",
+            ),
+        ),
     ] {
         expected.insert(id.to_owned(), outcome);
     }

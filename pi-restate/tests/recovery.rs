@@ -80,6 +80,109 @@ fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() 
     );
 }
 
+/// What a session killed (or whose tool service was killed) in the middle of a `work_once`
+/// call ends with: the call ran once, never finished, and its result says the outcome is
+/// unknown, with its key; the model was asked again with that result.
+fn assert_not_run_again(
+    restate: &pi_restate::local::LocalRestate,
+    session: &str,
+    ledger: &std::path::Path,
+) {
+    let lines = ledger_lines(ledger);
+    let key = format!("{session}/c2");
+    assert_eq!(
+        count(&lines, &format!("start victim {key}")),
+        1,
+        "{lines:?}"
+    );
+    assert_eq!(count(&lines, &format!("done victim {key}")), 0, "{lines:?}");
+    let results: Vec<(bool, String)> = transcript(restate, session)
+        .iter()
+        .filter_map(|message| match message {
+            pi_runtime::Message::ToolResult(result) => Some((result.is_error, result.text())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results[1],
+        (true, pi_tool::outcome_unknown_message("work_once", &key))
+    );
+}
+
+fn never_twice_script() -> Vec<Reply> {
+    vec![
+        Reply::Calls(vec![("c1", "work", json!({"label": "first", "ms": 0}))]),
+        Reply::Calls(vec![(
+            "c2",
+            "work_once",
+            json!({"label": "victim", "ms": 1500}),
+        )]),
+        Reply::Text("finished"),
+    ]
+}
+
+#[test]
+fn a_never_replayed_tool_interrupted_by_a_crash_is_answered_not_run_again() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(never_twice_script());
+    let (ledger, mut service) = start_session_service(&restate, &dir, &model.url());
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| prompt(&restate, "once", "go", None));
+        wait_for_ledger(&ledger, "the victim tool to start", |lines| {
+            count(lines, "start victim once/c2") == 1
+        });
+        service.kill();
+        service.restart();
+        let outcome = running
+            .join()
+            .expect("the prompt thread")
+            .expect("the invocation completes after the restart");
+        assert_eq!(last_text(&outcome), "finished");
+    });
+    assert_not_run_again(&restate, "once", &ledger);
+}
+
+#[test]
+fn a_never_replayed_remote_tool_whose_service_was_killed_is_answered_not_run_again() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(never_twice_script());
+    let ledger = ledger_in(&dir);
+    let ledger_text = ledger.to_str().expect("utf-8 path");
+    let sessions = Service::start(&[
+        ("PI_FIXTURE_ROLE", "session-remote"),
+        ("PI_FIXTURE_MODEL_URL", &model.url()),
+    ]);
+    let mut tools = Service::start(&[
+        ("PI_FIXTURE_ROLE", "tools"),
+        ("PI_FIXTURE_LEDGER", ledger_text),
+    ]);
+    restate.register(&tools.url()).expect("tools registered");
+    restate
+        .register(&sessions.url())
+        .expect("sessions registered");
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| prompt(&restate, "remote-once", "go", None));
+        wait_for_ledger(&ledger, "the victim tool to start", |lines| {
+            count(lines, "start victim remote-once/c2") == 1
+        });
+        tools.kill();
+        tools.restart();
+        let outcome = running
+            .join()
+            .expect("the prompt thread")
+            .expect("the invocation completes after the tool service restarts");
+        assert_eq!(last_text(&outcome), "finished");
+    });
+    assert_not_run_again(&restate, "remote-once", &ledger);
+}
+
 #[test]
 fn an_approval_waits_across_a_restart_of_the_service_and_a_denial_blocks_the_call() {
     let Some(restate) = support::restate() else {

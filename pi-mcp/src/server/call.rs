@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use pi_tool::{Content, ToolCall, ToolResult, run_tool_call};
+use pi_tool::{Content, NestedHost, ToolCall, ToolResult, run_tool_call};
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
@@ -19,7 +19,7 @@ use super::catalog::{Catalog, OutputShape, ServedTool, WRAPPED_OUTPUT_KEY};
 /// Runs `served` with the client's arguments; every outcome is a result (invalid arguments,
 /// timeouts, `Err` and panics are `isError: true` with the loop's texts).
 pub(crate) async fn run(
-    catalog: &Catalog,
+    catalog: &Arc<Catalog>,
     served: &ServedTool,
     arguments: Option<JsonObject>,
     request: RequestContext<RoleServer>,
@@ -33,7 +33,8 @@ pub(crate) async fn run(
     // call and nothing else.
     let mut ctx = pi_tool::ToolContext::new(call.id.clone())
         .with_state(catalog.state.clone())
-        .with_signal(request.ct.child_token());
+        .with_signal(request.ct.child_token())
+        .with_nested_host(Arc::clone(catalog) as Arc<dyn NestedHost>);
     let progress = request.meta.get_progress_token().map(|token| {
         let (sender, receiver) = mpsc::unbounded_channel::<Progress>();
         let updates = sender.clone();
@@ -50,11 +51,11 @@ pub(crate) async fn run(
     // A sequential call waits for its turn in the pipeline; a cancel while it waits means it
     // never runs.
     let result = match progress {
-        None => run_tool_call(catalog, &call, ctx).await,
+        None => run_tool_call(&**catalog, &call, ctx).await,
         Some((sender, forwarder)) => {
             // Updates are forwarded while the tool runs; the last one is sent before the result.
             let execution = async {
-                let result = run_tool_call(catalog, &call, ctx).await;
+                let result = run_tool_call(&**catalog, &call, ctx).await;
                 let _ = sender.send(Progress::Done);
                 result
             };

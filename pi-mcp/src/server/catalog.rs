@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pi_tool::{
-    AgentTool, CallGate, CallLimits, ExecutionMode, StateMap, ToolAnnotations, ToolHost,
-    ToolRegistry,
+    AgentTool, BoxFuture, CallGate, CallLimits, ExecutionMode, NestedHost, StateMap,
+    ToolAnnotations, ToolCall, ToolContext, ToolHost, ToolRegistry, ToolResult, run_nested_call,
 };
 use rmcp::model::{
     Implementation, InitializeResult, JsonObject, ServerCapabilities, Tool,
@@ -59,7 +59,10 @@ impl Catalog {
         let mut by_name = HashMap::with_capacity(registry.len());
         for tool in registry.tools() {
             let (described, output) = describe(tool.as_ref());
-            listed.push(described);
+            // A tool only code may call is served to nested calls, listed to no client.
+            if tool.callers().allows_model() {
+                listed.push(described);
+            }
             by_name.insert(
                 tool.spec().name.clone(),
                 ServedTool {
@@ -109,6 +112,23 @@ impl ToolHost for Catalog {
 
     fn gate(&self) -> Option<&CallGate> {
         self.gate.as_ref()
+    }
+}
+
+/// A served tool's nested calls (`ctx.call_tool`) run through the same pipeline, over every
+/// tool of the registry (those listed to no client included).
+impl NestedHost for Catalog {
+    fn run_nested<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        parent: &'a ToolContext,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(run_nested_call(self, None, call, parent, ctx))
+    }
+
+    fn limits(&self) -> &CallLimits {
+        &self.limits
     }
 }
 

@@ -477,8 +477,9 @@ impl ToolContext {
     /// It never fails: an unknown tool, invalid arguments, a timeout, a refusal or a panic come
     /// back as an error result, as they would to the model. The nested call's signal is a child
     /// of this call's (aborting this call aborts it); a sequential tool's nested call is kept
-    /// apart from this call's other nested calls; past [`CallLimits::max_nesting_depth`]
-    /// (crate::CallLimits::max_nesting_depth) levels the call is refused. It emits no events
+    /// apart from this call's other nested calls; past
+    /// [`CallLimits::max_nesting_depth`](crate::CallLimits::max_nesting_depth) levels the call
+    /// is refused. It emits no events
     /// of the loop's (a `tracing` span shows it); its partial results are dropped unless
     /// [`on_update`](NestedCall::on_update) takes them. Its id is this call's id, `/` and its
     /// number (`call_7/1`, `call_7/2`, ...).

@@ -13,6 +13,11 @@
 //! A transcript rewritten by compaction loses the loads whose messages it drops, as the model
 //! loses the search results themselves.
 //!
+//! **With the API's own search** ([`ToolSearchMode::Native`](crate::ToolSearchMode), on an API
+//! that has one) none of this applies: every schema is sent, the deferred ones marked
+//! `defer_loading`, the local `tool_search` is not offered, and what the API's search loaded is
+//! in its own blocks of the transcript.
+//!
 //! **Order keeps the prompt cache.** The request's tool list only grows at its end: the
 //! non-deferred tools in the context's order, then `tool_search`, then each tool in the order it
 //! was loaded (or activated by a result's `added_tool_names`). A resumed run derives the same
@@ -52,6 +57,14 @@ impl Deferral {
             tools.push(Arc::new(ToolSearch::new(&deferred)));
         }
         true
+    }
+
+    /// Takes out the `tool_search` that [`Deferral::add_search`] adds (a run with the API's own
+    /// search offers that one instead): the tool of that name, when some tool is deferred.
+    pub(crate) fn remove_search(tools: &mut Vec<Arc<dyn AgentTool>>) {
+        if tools.iter().any(|t| t.deferred()) {
+            tools.retain(|t| t.spec().name != TOOL_SEARCH_NAME);
+        }
     }
 
     /// The state at the start of a run: the non-deferred tools of `tools` in their order, then

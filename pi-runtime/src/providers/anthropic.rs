@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
-use super::lowering::{SchemaMode, lower_schema};
+use super::lowering::SchemaMode;
 use super::option_conflicts::OptionConflict;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
@@ -179,7 +179,7 @@ impl AnthropicMessages {
         if !context.tools.is_empty() {
             body.insert(
                 "tools".into(),
-                Value::Array(context.tools.iter().map(anthropic_tool).collect()),
+                Value::Array(anthropic_tools(context.tools, options, self.prompt_caching)),
             );
             if let Some(choice) = &options.tool_choice {
                 body.insert("tool_choice".into(), tool_choice(choice));
@@ -204,10 +204,49 @@ fn mark_last_user_block(messages: &mut [Value]) {
     }
 }
 
-/// A tool for Anthropic: the schema with an object root.
-pub(crate) fn anthropic_tool(spec: &ToolSpec) -> Value {
-    let schema = lower_schema(&spec.parameters, SchemaMode::Anthropic).schema;
-    json!({"name": spec.name, "description": spec.description, "input_schema": schema})
+/// Anthropic's search tools (type, name), BM25 and regex.
+const SEARCH_BM25: (&str, &str) = ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25");
+const SEARCH_REGEX: (&str, &str) = ("tool_search_tool_regex_20251119", "tool_search_tool_regex");
+/// The beta that tool search (and `defer_loading`) is served under.
+#[cfg(feature = "http")]
+const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// The request's tools: the sent ones in order, then (with the native search and some deferred
+/// tool) the search tool and the deferred tools with `defer_loading: true`. With prompt caching
+/// the last tool that is not deferred carries the cache breakpoint (a deferred tool must not:
+/// the API refuses it).
+fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, caching: bool) -> Vec<Value> {
+    let native =
+        options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
+    let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
+    let mut tools: Vec<Value> = specs
+        .iter()
+        .filter(|spec| !deferred(spec))
+        .map(|spec| anthropic_tool(spec, options))
+        .collect();
+    if caching && let Some(Value::Object(last)) = tools.last_mut() {
+        last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
+    if native {
+        let (kind, name) = match options.tool_search {
+            crate::ToolSearchMode::NativeRegex => SEARCH_REGEX,
+            _ => SEARCH_BM25,
+        };
+        tools.push(json!({"type": kind, "name": name}));
+        for spec in specs.iter().filter(|spec| deferred(spec)) {
+            let mut tool = anthropic_tool(spec, options);
+            tool["defer_loading"] = json!(true);
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
+/// A tool for Anthropic: the schema with an object root (lowered once per tool, see
+/// [`RequestTools`](crate::RequestTools)).
+fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions) -> Value {
+    let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
+    json!({"name": spec.name, "description": spec.description, "input_schema": lowered.schema})
 }
 
 fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
@@ -261,8 +300,21 @@ fn assistant_block(block: &AssistantContent) -> Option<Value> {
             (None, _) if thinking.trim().is_empty() => None,
             (None, _) => Some(json!({"type": "text", "text": thinking})),
         },
-        AssistantContent::ToolCall(call) => Some(json!({"type": "tool_use", "id": call.call.id,
-            "name": call.call.name, "input": arguments_object(&call.call.arguments)})),
+        AssistantContent::ToolCall(call) => {
+            let mut block = json!({"type": "tool_use", "id": call.call.id,
+                "name": call.call.name, "input": arguments_object(&call.call.arguments)});
+            // `caller` (who made the call) goes back as it came.
+            if let Value::Object(map) = &mut block {
+                for (key, value) in &call.provider_fields {
+                    map.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            Some(block)
+        }
+        AssistantContent::Provider(block) if block.api == AnthropicMessages::API => {
+            Some(block.block.clone())
+        }
+        AssistantContent::Provider(_) => None,
     }
 }
 
@@ -274,6 +326,48 @@ struct AnthropicDecoder {
     stop_reason: Option<String>,
     /// Why the model stopped, when it says (`stop_details.explanation` of a refusal).
     stop_explanation: Option<String>,
+    /// The input JSON streamed so far of each open `server_tool_use` block, by content index.
+    server_inputs: HashMap<usize, String>,
+}
+
+/// Whether a content block is one of the API's own (a server tool's call or result), kept and
+/// replayed whole.
+fn is_server_block(kind: &str) -> bool {
+    kind == "server_tool_use" || kind.ends_with("_tool_result")
+}
+
+/// A block's fields besides the ones the call itself is made of (`caller`, ...).
+fn extra_fields(block: &Value, known: &[&str]) -> Map<String, Value> {
+    block
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !known.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+impl AnthropicDecoder {
+    /// Puts the streamed input of a `server_tool_use` block into it (left as announced when
+    /// nothing, or no valid JSON, streamed).
+    fn finish_server_input(&mut self, index: usize, out: &mut Assembler) {
+        let Some(input) = self.server_inputs.remove(&index) else {
+            return;
+        };
+        if input.trim().is_empty() {
+            return;
+        }
+        match serde_json::from_str::<Value>(&input) {
+            Ok(parsed) => {
+                if let Some(Value::Object(block)) = out.provider_block_mut(index) {
+                    block.insert("input".into(), parsed);
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "a server tool's input is not JSON; kept as announced")
+            }
+        }
+    }
 }
 
 impl WireDecoder for AnthropicDecoder {
@@ -323,8 +417,19 @@ impl WireDecoder for AnthropicDecoder {
                         out.add_thinking_signature(index, text("data"), true);
                         index
                     }
+                    Some(kind) if is_server_block(kind) => {
+                        let index = out.provider_start(content.clone());
+                        if kind == "server_tool_use" {
+                            self.server_inputs.insert(index, String::new());
+                        }
+                        index
+                    }
                     Some("tool_use") => {
                         let index = out.tool_start(text("id"), text("name"));
+                        out.set_provider_fields(
+                            index,
+                            extra_fields(content, &["type", "id", "name", "input"]),
+                        );
                         if let Some(input) = content
                             .get("input")
                             .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
@@ -351,12 +456,16 @@ impl WireDecoder for AnthropicDecoder {
                     Some("signature_delta") => {
                         out.add_thinking_signature(index, text("signature"), false)
                     }
-                    Some("input_json_delta") => out.tool_delta(index, text("partial_json")),
+                    Some("input_json_delta") => match self.server_inputs.get_mut(&index) {
+                        Some(input) => input.push_str(text("partial_json")),
+                        None => out.tool_delta(index, text("partial_json")),
+                    },
                     _ => {}
                 }
             }
             "content_block_stop" => {
                 if let Some(index) = block {
+                    self.finish_server_input(index, out);
                     out.end_block(index);
                 }
             }
@@ -421,21 +530,36 @@ fn update_usage(usage: &mut Usage, reported: &Value) {
 impl crate::model::Model for AnthropicMessages {
     model_identity!();
 
+    fn native_tool_search(&self) -> bool {
+        true
+    }
+
     fn stream<'a>(
         &'a self,
         context: Context<'a>,
         options: &'a StreamOptions,
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
         let body = self.request_body(context, options);
+        let searches = body["tools"].as_array().is_some_and(|tools| {
+            tools.iter().any(|t| {
+                [SEARCH_BM25.0, SEARCH_REGEX.0].contains(&t["type"].as_str().unwrap_or_default())
+            })
+        });
         let request = match self.settings.resolve_key(options.api_key.as_deref()) {
-            Some(key) => Ok(super::http::WireRequest {
-                url: format!("{}/messages", self.settings.base_url),
-                headers: vec![
+            Some(key) => {
+                let mut headers = vec![
                     ("x-api-key".to_owned(), key),
                     ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
-                ],
-                body,
-            }),
+                ];
+                if searches {
+                    headers.push(("anthropic-beta".to_owned(), TOOL_SEARCH_BETA.to_owned()));
+                }
+                Ok(super::http::WireRequest {
+                    url: format!("{}/messages", self.settings.base_url),
+                    headers,
+                    body,
+                })
+            }
             None => Err(super::missing_key_message(&self.settings)),
         };
         super::http::stream(

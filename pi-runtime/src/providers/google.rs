@@ -247,6 +247,8 @@ fn model_part(block: &AssistantContent) -> Option<Value> {
             json!({"functionCall": {"name": call.call.name, "args": arguments_object(&call.call.arguments)}}),
             &call.thought_signature,
         )),
+        // Another API's own block: nothing Gemini can read.
+        AssistantContent::Provider(_) => None,
     }
 }
 

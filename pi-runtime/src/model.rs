@@ -38,6 +38,16 @@ pub enum ToolChoice {
     Required,
     /// The model must call this tool.
     Tool(String),
+    /// The model may call only the named tools (`required`: must call one of them), while the
+    /// request still lists every tool, so the tool list, and the prompt cache with it, stays
+    /// the same. Sent as OpenAI Responses' `allowed_tools`, and to Gemini (when `required`) as
+    /// `allowedFunctionNames`; APIs without a way to narrow the choice get `Auto` or `Required`.
+    AllowedTools {
+        /// The tools the model may call.
+        names: Vec<String>,
+        /// Whether it must call one.
+        required: bool,
+    },
 }
 
 /// How hard a reasoning model should think.

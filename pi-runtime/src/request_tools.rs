@@ -1,10 +1,12 @@
 //! What a request says about its tools beyond their [`ToolSpec`]s: how deferred tools are
-//! searched, which tools are deferred, and each tool's lowered schemas, computed once per tool.
+//! searched, which tools are deferred, their examples and streaming choice, and each tool's
+//! lowered schemas, computed once per tool.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use pi_tool::{AgentTool, ToolSpec};
+use pi_tool::{AgentTool, ArgumentValidator, ToolSpec};
+use serde_json::Value;
 
 use crate::providers::{Lowered, SchemaMode, lower_schema};
 
@@ -85,6 +87,20 @@ impl RequestTools {
         self.by_name.get(name).is_some_and(|wire| wire.deferred)
     }
 
+    /// The example arguments sent for the tool named `name` (those valid against its schema).
+    pub fn examples(&self, name: &str) -> &[Value] {
+        self.by_name
+            .get(name)
+            .map_or(&[], |wire| wire.examples.as_slice())
+    }
+
+    /// Whether the tool named `name` asks for unbuffered argument streaming.
+    pub fn eager_input_streaming(&self, name: &str) -> bool {
+        self.by_name
+            .get(name)
+            .is_some_and(|wire| wire.eager_input_streaming)
+    }
+
     /// Whether any tool is deferred.
     pub fn any_deferred(&self) -> bool {
         self.by_name.values().any(|wire| wire.deferred)
@@ -119,6 +135,9 @@ impl RequestTools {
 /// One tool's entry in [`RequestTools`].
 struct ToolWire {
     deferred: bool,
+    /// The tool's examples that pass its own validation.
+    examples: Vec<Value>,
+    eager_input_streaming: bool,
     /// The tool whose schema the lowered forms come from (a spec with the same name but another
     /// schema is lowered afresh).
     tool: Arc<dyn AgentTool>,
@@ -131,6 +150,8 @@ impl ToolWire {
     fn of(tool: &Arc<dyn AgentTool>) -> Self {
         ToolWire {
             deferred: tool.deferred(),
+            examples: valid_examples(tool.as_ref()),
+            eager_input_streaming: tool.eager_input_streaming(),
             tool: Arc::clone(tool),
             openai_strict: OnceLock::new(),
             anthropic: OnceLock::new(),
@@ -139,11 +160,88 @@ impl ToolWire {
     }
 }
 
+/// The tool's examples that its own validation accepts. Tools built by `FnTool` and `#[tool]`
+/// were checked already; any other that slipped one through is told in the log, and the example
+/// is not sent (a wrong example would teach the model a wrong call).
+fn valid_examples(tool: &dyn AgentTool) -> Vec<Value> {
+    let examples = tool.input_examples();
+    if examples.is_empty() {
+        return Vec::new();
+    }
+    let owned;
+    let validator = match tool.validator() {
+        Some(validator) => validator,
+        None => {
+            owned = ArgumentValidator::new(tool.spec());
+            &owned
+        }
+    };
+    examples
+        .iter()
+        .filter(|example| match validator.check_example(example) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(tool = %tool.spec().name, %error, "an input example does not match the tool's schema; not sent");
+                false
+            }
+        })
+        .cloned()
+        .collect()
+}
+
 impl std::fmt::Debug for ToolWire {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolWire")
             .field("tool", &self.tool.spec().name)
             .field("deferred", &self.deferred)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, schema: Value) -> Arc<dyn AgentTool> {
+        Arc::new(
+            pi_tool::FnTool::builder(name, "A tool.", schema)
+                .build(|_, _| async { "ok" })
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_tools_lowered_schema_is_computed_once_and_shared() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let tools = RequestTools::of(&[tool("t", schema.clone())]);
+        let spec = ToolSpec {
+            name: "t".into(),
+            description: "A tool.".into(),
+            parameters: schema,
+        };
+        for mode in SchemaMode::ALL {
+            let first = tools.lowered(&spec, mode);
+            // A later request (a clone, as each run's options are) finds the same one.
+            let again = tools.clone().lowered(&spec, mode);
+            assert!(Arc::ptr_eq(&first, &again), "{mode}");
+        }
+    }
+
+    #[test]
+    fn a_spec_that_is_not_the_tools_own_is_lowered_afresh() {
+        let tools = RequestTools::of(&[tool("t", json!({"type": "object"}))]);
+        let other = ToolSpec {
+            name: "t".into(),
+            description: "Another tool of that name.".into(),
+            parameters: json!({"type": "object", "properties": {"b": {"type": "integer"}}}),
+        };
+        let lowered = tools.lowered(&other, SchemaMode::OpenAiStrict);
+        assert_eq!(lowered.schema["required"], json!(["b"]));
+        let again = tools.lowered(&other, SchemaMode::OpenAiStrict);
+        assert!(
+            !Arc::ptr_eq(&lowered, &again),
+            "not cached under the tool's name"
+        );
     }
 }

@@ -62,6 +62,17 @@ impl ToolStatics {
     }
 }
 
+/// Checks a tool's example arguments against its schema: the first that fails, with why (the
+/// text of a `RegistryError::InvalidTool`).
+pub fn check_examples(validator: &ArgumentValidator, examples: &[Value]) -> Result<(), String> {
+    for (number, example) in (1..).zip(examples) {
+        validator
+            .check_example(example)
+            .map_err(|why| format!("example {number} is refused: {why}"))?;
+    }
+    Ok(())
+}
+
 impl fmt::Debug for ToolStatics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolStatics").finish_non_exhaustive()

@@ -35,6 +35,7 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub struct AnthropicMessages {
     pub(crate) settings: Settings,
     prompt_caching: bool,
+    strict: bool,
     #[cfg(feature = "http")]
     client: super::http::LazyClient,
 }
@@ -55,6 +56,7 @@ impl AnthropicMessages {
                 &["ANTHROPIC_API_KEY"],
             ),
             prompt_caching: true,
+            strict: false,
             #[cfg(feature = "http")]
             client: Default::default(),
         }
@@ -64,6 +66,15 @@ impl AnthropicMessages {
     /// (`cache_control: ephemeral`, as pi does; default true). Cached input costs a tenth.
     pub fn prompt_caching(mut self, enabled: bool) -> Self {
         self.prompt_caching = enabled;
+        self
+    }
+
+    /// Whether tools whose schema qualifies for strict mode (the rules of OpenAI's, which
+    /// [`CompatibilityReport`](super::CompatibilityReport) reports) are sent with
+    /// `strict: true` and that schema, so the model's arguments always match it (Anthropic's
+    /// structured outputs; default false: a tool that does not qualify is sent as before).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
         self
     }
 
@@ -179,13 +190,20 @@ impl AnthropicMessages {
         if !context.tools.is_empty() {
             body.insert(
                 "tools".into(),
-                Value::Array(anthropic_tools(context.tools, options, self.prompt_caching)),
+                Value::Array(anthropic_tools(context.tools, options, self.tool_rules())),
             );
             if let Some(choice) = &options.tool_choice {
                 body.insert("tool_choice".into(), tool_choice(choice));
             }
         }
         Value::Object(body)
+    }
+
+    fn tool_rules(&self) -> ToolRules {
+        ToolRules {
+            caching: self.prompt_caching,
+            strict: self.strict,
+        }
     }
 
     fn wire_decoder(&self) -> Box<dyn WireDecoder> {
@@ -207,24 +225,32 @@ fn mark_last_user_block(messages: &mut [Value]) {
 /// Anthropic's search tools (type, name), BM25 and regex.
 const SEARCH_BM25: (&str, &str) = ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25");
 const SEARCH_REGEX: (&str, &str) = ("tool_search_tool_regex_20251119", "tool_search_tool_regex");
-/// The beta that tool search (and `defer_loading`) is served under.
+/// The beta that tool search, `defer_loading` and `input_examples` are served under.
 #[cfg(feature = "http")]
 const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+/// The beta of strict tools.
+#[cfg(feature = "http")]
+const STRUCTURED_OUTPUTS_BETA: &str = "structured-outputs-2025-11-13";
+/// The beta of `eager_input_streaming`.
+#[cfg(feature = "http")]
+const FINE_GRAINED_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 
 /// The request's tools: the sent ones in order, then (with the native search and some deferred
 /// tool) the search tool and the deferred tools with `defer_loading: true`. With prompt caching
 /// the last tool that is not deferred carries the cache breakpoint (a deferred tool must not:
 /// the API refuses it).
-fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, caching: bool) -> Vec<Value> {
+fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules) -> Vec<Value> {
     let native =
         options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
     let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
     let mut tools: Vec<Value> = specs
         .iter()
         .filter(|spec| !deferred(spec))
-        .map(|spec| anthropic_tool(spec, options))
+        .map(|spec| anthropic_tool(spec, options, rules))
         .collect();
-    if caching && let Some(Value::Object(last)) = tools.last_mut() {
+    if rules.caching
+        && let Some(Value::Object(last)) = tools.last_mut()
+    {
         last.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
     if native {
@@ -234,7 +260,7 @@ fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, caching: bool) -
         };
         tools.push(json!({"type": kind, "name": name}));
         for spec in specs.iter().filter(|spec| deferred(spec)) {
-            let mut tool = anthropic_tool(spec, options);
+            let mut tool = anthropic_tool(spec, options, rules);
             tool["defer_loading"] = json!(true);
             tools.push(tool);
         }
@@ -242,11 +268,62 @@ fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, caching: bool) -
     tools
 }
 
+/// What of a model's settings shapes its tools.
+#[derive(Clone, Copy, Debug)]
+struct ToolRules {
+    caching: bool,
+    strict: bool,
+}
+
 /// A tool for Anthropic: the schema with an object root (lowered once per tool, see
-/// [`RequestTools`](crate::RequestTools)).
-fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions) -> Value {
-    let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
-    json!({"name": spec.name, "description": spec.description, "input_schema": lowered.schema})
+/// [`RequestTools`](crate::RequestTools)), strict where asked and the schema qualifies, with
+/// the tool's examples and streaming choice.
+fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions, rules: ToolRules) -> Value {
+    let strict = rules
+        .strict
+        .then(|| options.tools.lowered(spec, SchemaMode::OpenAiStrict))
+        .filter(|lowered| lowered.qualifies());
+    let mut tool = match strict {
+        Some(lowered) => json!({"name": spec.name, "description": spec.description,
+            "input_schema": lowered.schema, "strict": true}),
+        None => {
+            let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
+            json!({"name": spec.name, "description": spec.description, "input_schema": lowered.schema})
+        }
+    };
+    let examples = options.tools.examples(&spec.name);
+    if !examples.is_empty() {
+        tool["input_examples"] = json!(examples);
+    }
+    if options.tools.eager_input_streaming(&spec.name) {
+        tool["eager_input_streaming"] = json!(true);
+    }
+    tool
+}
+
+/// The betas a body's tools need (`anthropic-beta`, comma-separated): tool search and
+/// examples, strict tools, unbuffered argument streaming.
+#[cfg(feature = "http")]
+fn betas(body: &Value) -> Vec<&'static str> {
+    let tools = body["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let any = |test: &dyn Fn(&Value) -> bool| tools.iter().any(test);
+    let mut betas = Vec::new();
+    if any(&|t| {
+        t.get("input_examples").is_some()
+            || [SEARCH_BM25.0, SEARCH_REGEX.0].contains(&t["type"].as_str().unwrap_or_default())
+    }) {
+        betas.push(TOOL_SEARCH_BETA);
+    }
+    if any(&|t| t.get("strict").is_some()) {
+        betas.push(STRUCTURED_OUTPUTS_BETA);
+    }
+    if any(&|t| t.get("eager_input_streaming").is_some()) {
+        betas.push(FINE_GRAINED_STREAMING_BETA);
+    }
+    betas
 }
 
 fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
@@ -266,6 +343,11 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!({"type": "none"}),
         ToolChoice::Required => json!({"type": "any"}),
         ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        // Anthropic cannot narrow the choice without changing `tools`.
+        ToolChoice::AllowedTools {
+            required: false, ..
+        } => json!({"type": "auto"}),
+        ToolChoice::AllowedTools { required: true, .. } => json!({"type": "any"}),
     }
 }
 
@@ -540,19 +622,15 @@ impl crate::model::Model for AnthropicMessages {
         options: &'a StreamOptions,
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
         let body = self.request_body(context, options);
-        let searches = body["tools"].as_array().is_some_and(|tools| {
-            tools.iter().any(|t| {
-                [SEARCH_BM25.0, SEARCH_REGEX.0].contains(&t["type"].as_str().unwrap_or_default())
-            })
-        });
+        let betas = betas(&body);
         let request = match self.settings.resolve_key(options.api_key.as_deref()) {
             Some(key) => {
                 let mut headers = vec![
                     ("x-api-key".to_owned(), key),
                     ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
                 ];
-                if searches {
-                    headers.push(("anthropic-beta".to_owned(), TOOL_SEARCH_BETA.to_owned()));
+                if !betas.is_empty() {
+                    headers.push(("anthropic-beta".to_owned(), betas.join(",")));
                 }
                 Ok(super::http::WireRequest {
                     url: format!("{}/messages", self.settings.base_url),

@@ -201,6 +201,14 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!({"mode": "NONE"}),
         ToolChoice::Required => json!({"mode": "ANY"}),
         ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+        // Gemini narrows the choice only in `ANY` mode.
+        ToolChoice::AllowedTools {
+            names,
+            required: true,
+        } => json!({"mode": "ANY", "allowedFunctionNames": names}),
+        ToolChoice::AllowedTools {
+            required: false, ..
+        } => json!({"mode": "AUTO"}),
     }
 }
 

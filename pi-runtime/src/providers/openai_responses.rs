@@ -162,6 +162,11 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("required"),
         ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+        ToolChoice::AllowedTools { names, required } => json!({
+            "type": "allowed_tools",
+            "mode": if *required { "required" } else { "auto" },
+            "tools": names.iter().map(|name| json!({"type": "function", "name": name})).collect::<Vec<_>>(),
+        }),
     }
 }
 

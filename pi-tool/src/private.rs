@@ -28,6 +28,7 @@ pub struct ToolStatics {
     spec: OnceLock<ToolSpec>,
     validator: OnceLock<ArgumentValidator>,
     output_schema: OnceLock<Value>,
+    examples: OnceLock<Vec<Value>>,
 }
 
 impl ToolStatics {
@@ -38,7 +39,19 @@ impl ToolStatics {
             spec: OnceLock::new(),
             validator: OnceLock::new(),
             output_schema: OnceLock::new(),
+            examples: OnceLock::new(),
         }
+    }
+
+    /// The `example = ".."` arguments, parsed on first use (the macro checked that each is a
+    /// JSON object).
+    pub fn examples(&self, texts: &[&str]) -> &[Value] {
+        self.examples.get_or_init(|| {
+            texts
+                .iter()
+                .filter_map(|text| serde_json::from_str(text).ok())
+                .collect()
+        })
     }
 
     /// The spec, built on first use from the schema `parameters` makes (`schema_for::<P>`).

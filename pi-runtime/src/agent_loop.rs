@@ -8,7 +8,9 @@ mod context;
 mod deferred;
 mod emitter;
 mod guard;
+mod hooks;
 mod host;
+mod nested;
 mod run;
 mod spans;
 mod stream;
@@ -131,19 +133,19 @@ fn start(
     } = context;
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
-    // With the API's own search every schema is sent (deferred ones marked) and the local
-    // `tool_search` is not offered; otherwise deferred schemas wait for the transcript to load
-    // them.
+    // With the API's own search every offered schema is sent (deferred ones marked) and the
+    // local `tool_search` is not offered; otherwise deferred schemas wait for the transcript to
+    // load them.
     let native_search = options.tool_search.is_native() && model.native_tool_search();
-    let has_deferred = if native_search {
+    if native_search {
         Deferral::remove_search(&mut tools);
-        false
     } else {
-        Deferral::add_search(&mut tools)
-    };
+        Deferral::add_search(&mut tools);
+    }
     options.tools = crate::RequestTools::of(&tools);
-    let tools = run::tool_set(tools);
-    let deferral = has_deferred.then(|| Deferral::new(&tools, &messages));
+    let needs_view = deferred::needs_view(&tools);
+    let tools = Arc::new(run::tool_set(tools));
+    let deferral = needs_view.then(|| Deferral::new(&tools, &messages, native_search));
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;

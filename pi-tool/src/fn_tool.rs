@@ -14,8 +14,8 @@ use serde_json::Value;
 use schemars::JsonSchema;
 
 use crate::{
-    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError,
-    ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
+    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError, Replay,
+    ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
 };
 
 type Handler =
@@ -67,6 +67,8 @@ pub struct FnTool {
     deferred: bool,
     examples: Arc<[Value]>,
     eager_input_streaming: bool,
+    callers: ToolCallers,
+    replay: Option<Replay>,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
@@ -125,6 +127,8 @@ impl FnTool {
             deferred: false,
             examples: Vec::new(),
             eager_input_streaming: false,
+            callers: ToolCallers::Both,
+            replay: None,
             prepare: None,
         }
     }
@@ -145,6 +149,8 @@ pub struct FnToolBuilder {
     deferred: bool,
     examples: Vec<Value>,
     eager_input_streaming: bool,
+    callers: ToolCallers,
+    replay: Option<Replay>,
     prepare: Option<Arc<Prepare>>,
 }
 
@@ -248,6 +254,19 @@ impl FnToolBuilder {
         self
     }
 
+    /// Who may call the tool (like `#[tool(callers = "code")]`): the model, code, or both (the
+    /// default).
+    pub fn callers(mut self, callers: ToolCallers) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// What a durable host does with an interrupted call (like `#[tool(replay = "never")]`).
+    pub fn replay(mut self, replay: Replay) -> Self {
+        self.replay = Some(replay);
+        self
+    }
+
     /// Rewrites the model's raw arguments before validation (an old argument shape, a
     /// stringified field), like `#[tool(prepare_arguments = path)]`. Its `Err` becomes an error
     /// result; a panic in it too.
@@ -309,6 +328,8 @@ impl FnToolBuilder {
             deferred: self.deferred,
             examples: self.examples.into(),
             eager_input_streaming: self.eager_input_streaming,
+            callers: self.callers,
+            replay: self.replay,
             validator,
             prepare: self.prepare,
             handler,
@@ -411,6 +432,14 @@ impl AgentTool for FnTool {
         self.eager_input_streaming
     }
 
+    fn callers(&self) -> ToolCallers {
+        self.callers
+    }
+
+    fn replay(&self) -> Option<Replay> {
+        self.replay
+    }
+
     fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
         match &self.prepare {
             Some(prepare) => prepare(args),
@@ -446,6 +475,8 @@ impl fmt::Debug for FnTool {
             .field("annotations", &self.annotations)
             .field("output_schema", &self.output_schema)
             .field("deferred", &self.deferred)
+            .field("callers", &self.callers)
+            .field("replay", &self.replay)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
     }
@@ -463,6 +494,8 @@ impl fmt::Debug for FnToolBuilder {
             .field("output_schema", &self.output_schema)
             .field("deny_unknown_fields", &self.deny_unknown_fields)
             .field("deferred", &self.deferred)
+            .field("callers", &self.callers)
+            .field("replay", &self.replay)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
     }

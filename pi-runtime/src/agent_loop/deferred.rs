@@ -13,6 +13,10 @@
 //! A transcript rewritten by compaction loses the loads whose messages it drops, as the model
 //! loses the search results themselves.
 //!
+//! A tool only code may call ([`ToolCallers::Code`](pi_tool::ToolCallers::Code)) is in the tool
+//! set too (tools' nested calls and the `code` tool's scripts reach it) but never in a request,
+//! loaded or not, and `tool_search` does not find it.
+//!
 //! **With the API's own search** ([`ToolSearchMode::Native`](crate::ToolSearchMode), on an API
 //! that has one) none of this applies: every schema is sent, the deferred ones marked
 //! `defer_loading`, the local `tool_search` is not offered, and what the API's search loaded is
@@ -48,12 +52,15 @@ impl Deferral {
     /// calls this when its tools are set, so its runs find `tool_search` in place and build
     /// nothing; a direct `agent_loop` call over deferred tools builds it for that run.
     pub(crate) fn add_search(tools: &mut Vec<Arc<dyn AgentTool>>) -> bool {
-        if !tools.iter().any(|t| t.deferred()) {
+        if !tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
             return false;
         }
         if !tools.iter().any(|t| t.spec().name == TOOL_SEARCH_NAME) {
-            let deferred: Vec<Arc<dyn AgentTool>> =
-                tools.iter().filter(|t| t.deferred()).cloned().collect();
+            let deferred: Vec<Arc<dyn AgentTool>> = tools
+                .iter()
+                .filter(|t| t.deferred() && offered(t.as_ref()))
+                .cloned()
+                .collect();
             tools.push(Arc::new(ToolSearch::new(&deferred)));
         }
         true
@@ -62,21 +69,25 @@ impl Deferral {
     /// Takes out the `tool_search` that [`Deferral::add_search`] adds (a run with the API's own
     /// search offers that one instead): the tool of that name, when some tool is deferred.
     pub(crate) fn remove_search(tools: &mut Vec<Arc<dyn AgentTool>>) {
-        if tools.iter().any(|t| t.deferred()) {
+        if tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
             tools.retain(|t| t.spec().name != TOOL_SEARCH_NAME);
         }
     }
 
     /// The state at the start of a run: the non-deferred tools of `tools` in their order, then
-    /// what `transcript` loaded, in the order it loaded them.
-    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>]) -> Deferral {
+    /// what `transcript` loaded, in the order it loaded them. With the API's own search
+    /// (`native`) every offered tool is sent from the start (the provider marks the deferred ones).
+    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>], native: bool) -> Deferral {
         let mut deferral = Deferral {
             deferred: HashSet::new(),
             visible: HashSet::new(),
             specs: Vec::new(),
         };
         for tool in tools.tools() {
-            if tool.deferred() {
+            if !offered(tool.as_ref()) {
+                continue;
+            }
+            if tool.deferred() && !native {
                 deferral.deferred.insert(tool.spec().name.clone());
             } else {
                 deferral.show(tool.spec());
@@ -116,6 +127,9 @@ impl Deferral {
     /// A tool a result's `added_tool_names` brought into the tool set: sent from now on,
     /// deferred or not (the result asked for it by name).
     pub(crate) fn activated(&mut self, tool: &dyn AgentTool) {
+        if !offered(tool) {
+            return;
+        }
         if tool.deferred() {
             self.deferred.insert(tool.spec().name.clone());
         }
@@ -136,6 +150,18 @@ impl Deferral {
             self.specs.push(spec.clone());
         }
     }
+}
+
+/// Whether the model is offered `tool` at all: not when only code may call it
+/// ([`ToolCallers::Code`](pi_tool::ToolCallers::Code)).
+pub(crate) fn offered(tool: &dyn AgentTool) -> bool {
+    tool.callers().allows_model()
+}
+
+/// Whether a run over `tools` needs a request-side view of them: some are deferred, or some are
+/// not offered to the model.
+pub(crate) fn needs_view(tools: &[Arc<dyn AgentTool>]) -> bool {
+    tools.iter().any(|t| t.deferred() || !offered(t.as_ref()))
 }
 
 #[cfg(test)]

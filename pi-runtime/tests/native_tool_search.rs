@@ -660,3 +660,30 @@ async fn an_agent_with_the_native_search_sends_every_tool_and_resumes_from_its_f
     use pi_runtime::Model;
     assert!(!OpenAiCompletions::new("gpt-5").native_tool_search());
 }
+
+#[tokio::test]
+async fn the_native_search_never_sends_a_tool_only_code_may_call() {
+    let code_only: Arc<dyn AgentTool> = Arc::new(
+        FnTool::builder("inventory", "Stock levels.", json!({"type": "object"}))
+            .deferred()
+            .callers(pi_tool::ToolCallers::Code)
+            .build(|_, _| async { "42" })
+            .unwrap(),
+    );
+    let mut tools = registry();
+    tools.register_arc(code_only);
+    let model = Arc::new(
+        ScriptedModel::new([AssistantMessage::new(
+            vec![AssistantContent::text("ok")],
+            StopReason::Stop,
+        )])
+        .with_identity(OpenAiResponses::API, "openai", "gpt-5.4"),
+    );
+    let agent = Agent::new(model.clone())
+        .with_tools(tools)
+        .with_config(native_config());
+    agent.prompt("hi").await.unwrap();
+    let request = &model.requests()[0];
+    assert_eq!(request.tool_names(), ["echo", "get_weather"]);
+    assert_eq!(request.deferred, ["get_weather"]);
+}

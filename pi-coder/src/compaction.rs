@@ -143,6 +143,8 @@ pub fn estimate_tokens(message: &Message) -> u64 {
                 AssistantContent::ToolCall(call) => {
                     call.call.name.chars().count() + call.call.arguments.to_string().chars().count()
                 }
+                // A hosted search's call or result, replayed as it came.
+                AssistantContent::Provider(block) => block.block.to_string().chars().count(),
             })
             .sum(),
         Message::ToolResult(result) => text_chars(&result.content),
@@ -560,6 +562,8 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
                                 .collect();
                             calls.push(format!("{}({})", call.call.name, args.join(", ")));
                         }
+                        // The API's own bookkeeping (a search it ran): nothing to summarize.
+                        AssistantContent::Provider(_) => {}
                     }
                 }
                 if !thinking.is_empty() {

@@ -246,6 +246,12 @@ fn assistant_event_json(event: &AssistantEvent) -> Value {
             }
             json!({"type": "toolcall_end", "contentIndex": content_index, "toolCall": call})
         }
+        // Not one of pi's events (pi has no such blocks); a client that does not know it
+        // skips it.
+        AssistantEvent::ProviderBlock {
+            content_index,
+            block,
+        } => json!({"type": "provider_block", "contentIndex": content_index, "block": block}),
         AssistantEvent::Done { reason, message } => json!({
             "type": "done",
             "reason": reason,

@@ -131,15 +131,24 @@ fn start(
         available,
         mut state,
     } = context;
-    Deferral::add_search(&mut tools);
+    let mut options = config.stream_options.clone();
+    options.signal = signal.clone();
+    // With the API's own search every offered schema is sent (deferred ones marked) and the
+    // local `tool_search` is not offered; otherwise deferred schemas wait for the transcript to
+    // load them.
+    let native_search = options.tool_search.is_native() && model.native_tool_search();
+    if native_search {
+        Deferral::remove_search(&mut tools);
+    } else {
+        Deferral::add_search(&mut tools);
+    }
+    options.tools = crate::RequestTools::of(&tools);
     let needs_view = deferred::needs_view(&tools);
     let tools = Arc::new(run::tool_set(tools));
-    let deferral = needs_view.then(|| Deferral::new(&tools, &messages));
+    let deferral = needs_view.then(|| Deferral::new(&tools, &messages, native_search));
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;
-    let mut options = config.stream_options.clone();
-    options.signal = signal.clone();
     // Created here, so that the span current where the run starts is its parent.
     let span = spans::agent_span(model.as_ref());
     let run = Run {

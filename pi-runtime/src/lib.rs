@@ -4,13 +4,15 @@ mod event;
 mod message;
 mod model;
 pub mod providers;
+mod request_tools;
 
 pub use event::AgentEvent;
 pub use message::{
-    AssistantContent, AssistantMessage, CustomMessage, Message, StopReason, ToolCallBlock,
-    ToolResultMessage, UserMessage, now_ms,
+    AssistantContent, AssistantMessage, CustomMessage, Message, ProviderBlock, StopReason,
+    ToolCallBlock, ToolResultMessage, UserMessage, now_ms,
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
+pub use request_tools::{RequestTools, ToolSearchMode};
 
 mod agent;
 mod agent_loop;

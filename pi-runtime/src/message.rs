@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use pi_tool::{Content, ToolCall, Usage};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Milliseconds since the Unix epoch: the `timestamp` of every message.
 pub fn now_ms() -> i64 {
@@ -156,6 +156,32 @@ pub enum AssistantContent {
     },
     /// A call of a tool.
     ToolCall(ToolCallBlock),
+    /// A block the API's own server produced: a hosted tool's call or result (Anthropic's
+    /// `server_tool_use`, `tool_search_tool_result`; OpenAI's `tool_search_call`,
+    /// `tool_search_output`, `program`). Kept as the API sent it and sent back unchanged on the
+    /// next request to the same API (the API needs it to know what it searched and loaded);
+    /// other APIs never see it.
+    Provider(ProviderBlock),
+}
+
+/// A block kept for the API that produced it (see [`AssistantContent::Provider`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderBlock {
+    /// The wire API it belongs to (`anthropic-messages`, `openai-responses`).
+    pub api: String,
+    /// The block (Anthropic) or output item (OpenAI) as received. Key order is kept, so it
+    /// serializes to the bytes the API sent.
+    pub block: Value,
+}
+
+impl ProviderBlock {
+    /// The block's `type` (`server_tool_use`, `tool_search_call`, ...).
+    pub fn kind(&self) -> &str {
+        self.block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
 }
 
 impl AssistantContent {
@@ -181,6 +207,7 @@ impl AssistantContent {
         AssistantContent::ToolCall(ToolCallBlock {
             call: ToolCall::new(id, name, arguments),
             thought_signature: None,
+            provider_fields: Map::new(),
         })
     }
 }
@@ -198,6 +225,15 @@ pub struct ToolCallBlock {
         skip_serializing_if = "Option::is_none"
     )]
     pub thought_signature: Option<String>,
+    /// Fields of the call the API sent besides its id, name and arguments, sent back with the
+    /// call to the same API: Anthropic's `caller` (who made the call: the model, or code it
+    /// ran), OpenAI's `caller` and `namespace`. Dropped for another API.
+    #[serde(
+        default,
+        rename = "providerFields",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub provider_fields: Map<String, Value>,
 }
 
 /// What the model answered, with where it came from and how it ended.
@@ -411,6 +447,10 @@ impl AssistantMessage {
                 });
                 self.content[*content_index] = AssistantContent::ToolCall(tool_call.clone());
             }
+            E::ProviderBlock {
+                content_index,
+                block,
+            } => self.block_at(*content_index, || AssistantContent::Provider(block.clone())),
             E::Done { message, .. } => *self = message.clone(),
             E::Error { error, .. } => *self = error.clone(),
         }

@@ -10,6 +10,7 @@ use futures_util::stream::BoxStream;
 use pi_tool::{CancellationToken, ToolSpec};
 
 use crate::message::{AssistantMessage, Message, StopReason, ToolCallBlock};
+use crate::request_tools::{RequestTools, ToolSearchMode};
 
 /// What one model request sees: the system prompt, the transcript and the tools.
 ///
@@ -37,6 +38,16 @@ pub enum ToolChoice {
     Required,
     /// The model must call this tool.
     Tool(String),
+    /// The model may call only the named tools (`required`: must call one of them), while the
+    /// request still lists every tool, so the tool list, and the prompt cache with it, stays
+    /// the same. Sent as OpenAI Responses' `allowed_tools`, and to Gemini (when `required`) as
+    /// `allowedFunctionNames`; APIs without a way to narrow the choice get `Auto` or `Required`.
+    AllowedTools {
+        /// The tools the model may call.
+        names: Vec<String>,
+        /// Whether it must call one.
+        required: bool,
+    },
 }
 
 /// How hard a reasoning model should think.
@@ -122,6 +133,12 @@ pub struct StreamOptions {
     pub session_id: Option<String>,
     /// Extra HTTP headers.
     pub headers: BTreeMap<String, String>,
+    /// How deferred tools are found: the local `tool_search` (the default) or the API's own
+    /// search where it has one.
+    pub tool_search: ToolSearchMode,
+    /// Which tools are deferred, and their lowered schemas cached per tool. The agent loop sets
+    /// it for each run from the run's tools; set it yourself when calling a provider directly.
+    pub tools: RequestTools,
 }
 
 impl StreamOptions {
@@ -205,6 +222,14 @@ pub enum AssistantEvent {
         /// The complete call.
         tool_call: ToolCallBlock,
     },
+    /// A block the API's server produced arrived whole (see
+    /// [`AssistantContent::Provider`](crate::AssistantContent::Provider)).
+    ProviderBlock {
+        /// Index of the block.
+        content_index: usize,
+        /// The block.
+        block: crate::message::ProviderBlock,
+    },
     /// The response ended normally (`Stop`, `Length` or `ToolUse`).
     Done {
         /// Why it stopped.
@@ -231,6 +256,12 @@ pub trait Model: Send + Sync {
     fn provider(&self) -> &str;
     /// The model id.
     fn id(&self) -> &str;
+
+    /// Whether the API has a tool search of its own, used when
+    /// [`StreamOptions::tool_search`] asks for it (Anthropic Messages and OpenAI Responses).
+    fn native_tool_search(&self) -> bool {
+        false
+    }
 
     /// Whether the model reads images; when not, providers replace images with a placeholder.
     fn accepts_images(&self) -> bool {

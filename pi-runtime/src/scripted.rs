@@ -35,6 +35,10 @@ pub struct ModelRequest {
     pub session_id: Option<String>,
     /// How many requests came before this one.
     pub index: usize,
+    /// The offered tools the request marks deferred (with the API's own tool search, see
+    /// [`ToolSearchMode`](crate::ToolSearchMode)): an API with a search would send them with
+    /// `defer_loading`.
+    pub deferred: Vec<String>,
 }
 
 impl ModelRequest {
@@ -47,6 +51,12 @@ impl ModelRequest {
             api_key: options.api_key.clone(),
             session_id: options.session_id.clone(),
             index,
+            deferred: context
+                .tools
+                .iter()
+                .filter(|t| options.tool_search.is_native() && options.tools.is_deferred(&t.name))
+                .map(|t| t.name.clone())
+                .collect(),
         }
     }
 
@@ -194,6 +204,12 @@ impl Model for ScriptedModel {
         &self.api
     }
 
+    /// A scripted stand-in for an API with a search of its own (its identity, see
+    /// [`ScriptedModel::with_identity`], is `anthropic-messages` or `openai-responses`) has one.
+    fn native_tool_search(&self) -> bool {
+        matches!(self.api.as_str(), "anthropic-messages" | "openai-responses")
+    }
+
     fn provider(&self) -> &str {
         &self.provider
     }
@@ -303,6 +319,10 @@ fn push_block_events(message: &AssistantMessage, events: &mut Vec<AssistantEvent
                     tool_call: block.clone(),
                 });
             }
+            AssistantContent::Provider(block) => events.push(AssistantEvent::ProviderBlock {
+                content_index,
+                block: block.clone(),
+            }),
         }
     }
 }

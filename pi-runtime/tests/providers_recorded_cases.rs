@@ -34,6 +34,7 @@ fn kinds(message: &AssistantMessage) -> Vec<&'static str> {
             AssistantContent::Text { .. } => "text",
             AssistantContent::Thinking { .. } => "thinking",
             AssistantContent::ToolCall(_) => "toolCall",
+            AssistantContent::Provider(_) => "provider",
         })
         .collect()
 }

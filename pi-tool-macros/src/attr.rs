@@ -21,6 +21,8 @@ pub(crate) const KEYS: &[&str] = &[
     "timeout",
     "blocking",
     "defer",
+    "example",
+    "eager_input_streaming",
     "callers",
     "replay",
     "read_only",
@@ -58,6 +60,10 @@ pub(crate) struct ToolArgs {
     pub(crate) blocking: Option<Path>,
     /// `defer`: the schema is sent only once the tool is loaded.
     pub(crate) defer: Option<Path>,
+    /// `example = "{..}"`, each time it is given: example arguments (checked in `examples`).
+    pub(crate) examples: Vec<LitStr>,
+    /// `eager_input_streaming`: the API may stream the arguments unbuffered.
+    pub(crate) eager_input_streaming: Option<Path>,
     /// `callers = "code"`: the `ToolCallers` variant.
     pub(crate) callers: Option<syn::Ident>,
     /// `replay = "never"`: the `Replay` variant.
@@ -147,6 +153,22 @@ impl ToolArgs {
                     return;
                 }
                 set_once(cx, &mut self.defer, &path, Some(path.clone()));
+            }
+            "example" => self.examples.extend(string_value(cx, &key, &meta)),
+            "eager_input_streaming" => {
+                if !matches!(meta, Meta::Path(_)) {
+                    cx.error_spanned_by(
+                        &meta,
+                        "`eager_input_streaming` is a flag and takes no value: write `#[tool(eager_input_streaming)]`",
+                    );
+                    return;
+                }
+                set_once(
+                    cx,
+                    &mut self.eager_input_streaming,
+                    &path,
+                    Some(path.clone()),
+                );
             }
             "deny_unknown_fields" => {
                 if !matches!(meta, Meta::Path(_)) {

@@ -59,6 +59,7 @@ pub(crate) fn analyze(
         ),
     };
     tool_fn.validate(&cx, &args, &name, name_span, target);
+    crate::examples::check(&cx, &args);
     let checked = cx.check().map(|()| (args, name));
     (tool_fn, checked)
 }
@@ -238,6 +239,7 @@ pub(crate) fn generate(
         }
     });
     let limit_methods = crate::limits::limit_methods(args);
+    let example_methods = crate::examples::example_methods(args);
     let policy_methods = crate::policies::policy_methods(args);
     let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
@@ -352,6 +354,7 @@ pub(crate) fn generate(
                 #prepare
                 #annotations
                 #limit_methods
+                #example_methods
                 #policy_methods
                 #output_schema
 

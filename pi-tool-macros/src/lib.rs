@@ -5,6 +5,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod docs;
+mod examples;
 mod expand;
 mod limits;
 mod methods;
@@ -55,6 +56,8 @@ use proc_macro::TokenStream;
 /// | `timeout = "30s"` | how long one call may run (`500ms`, `30s`, `5m`, `1h`); on expiry the agent loop cancels the call's token and answers `Tool <name> timed out after 30s` | the loop's `tool_timeout` (none) |
 /// | `blocking` | the fn blocks its thread (CPU work, blocking I/O): the agent loop runs each call on tokio's blocking pool, so other calls and events go on | runs on the loop's task |
 /// | `defer` | the tool is deferred: its schema is sent to the model only once it is loaded (by the `tool_search` tool, or by a call that names it); it is validated and runs like any other | sent with every request |
+/// | `example = r#"{"city": "Paris"}"#` | example arguments (a JSON object; give the key once per example), sent as Anthropic's `input_examples`; checked to be a JSON object at compile time and against the tool's own schema when `ToolRegistry::discover` registers it (an error), and never sent when they fail | none |
+/// | `eager_input_streaming` | the API may stream the arguments without buffering them (Anthropic's `eager_input_streaming`) | buffered |
 /// | `callers = "code"` | who may call the tool: `"model"` (only the model, directly), `"code"` (only from code: another tool's `ctx.call_tool`, a `code` tool's script; the model never sees it) or `"both"` | `"both"` |
 /// | `replay = "never"` | what a durable host (`pi-restate`) does with a call interrupted before its outcome was recorded: `"never"` answers that its outcome is unknown instead of running it again; `"safe"` runs it again | run again (at least once) |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |

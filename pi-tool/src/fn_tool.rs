@@ -65,6 +65,8 @@ pub struct FnTool {
     annotations: ToolAnnotations,
     output_schema: Option<Arc<Value>>,
     deferred: bool,
+    examples: Arc<[Value]>,
+    eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
     validator: Arc<ArgumentValidator>,
@@ -123,6 +125,8 @@ impl FnTool {
             output_schema: None,
             deny_unknown_fields: false,
             deferred: false,
+            examples: Vec::new(),
+            eager_input_streaming: false,
             callers: ToolCallers::Both,
             replay: None,
             prepare: None,
@@ -143,6 +147,8 @@ pub struct FnToolBuilder {
     output_schema: Option<Value>,
     deny_unknown_fields: bool,
     deferred: bool,
+    examples: Vec<Value>,
+    eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
     prepare: Option<Arc<Prepare>>,
@@ -222,6 +228,32 @@ impl FnToolBuilder {
         self
     }
 
+    /// Adds example arguments (sent as Anthropic's `input_examples`, see
+    /// [`AgentTool::input_examples`]). [`build`](Self::build) refuses an example that is not
+    /// valid against the parameters schema.
+    ///
+    /// ```
+    /// use pi_tool::FnTool;
+    /// use serde_json::json;
+    ///
+    /// let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    /// let builder = || FnTool::builder("weather", "Weather in a city.", schema.clone());
+    /// assert!(builder().example(json!({"city": "Paris"})).build(|_, _| async { "sunny" }).is_ok());
+    /// let err = builder().example(json!({"town": "Paris"})).build(|_, _| async { "sunny" }).unwrap_err();
+    /// assert!(err.to_string().contains("example 1"), "{err}");
+    /// ```
+    pub fn example(mut self, arguments: Value) -> Self {
+        self.examples.push(arguments);
+        self
+    }
+
+    /// Lets the API stream the arguments unbuffered (see
+    /// [`AgentTool::eager_input_streaming`]).
+    pub fn eager_input_streaming(mut self) -> Self {
+        self.eager_input_streaming = true;
+        self
+    }
+
     /// Who may call the tool (like `#[tool(callers = "code")]`): the model, code, or both (the
     /// default).
     pub fn callers(mut self, callers: ToolCallers) -> Self {
@@ -280,6 +312,7 @@ impl FnToolBuilder {
                 .map_err(invalid)?;
         }
         let validator = Arc::new(ArgumentValidator::new(&self.spec));
+        crate::private::check_examples(&validator, &self.examples).map_err(invalid)?;
         let handler: Arc<Handler> = Arc::new(move |args, ctx| {
             let running = handler(args, ctx);
             Box::pin(async move { running.await.into_tool_result() })
@@ -293,6 +326,8 @@ impl FnToolBuilder {
             annotations: self.annotations,
             output_schema: self.output_schema.map(Arc::new),
             deferred: self.deferred,
+            examples: self.examples.into(),
+            eager_input_streaming: self.eager_input_streaming,
             callers: self.callers,
             replay: self.replay,
             validator,
@@ -387,6 +422,14 @@ impl AgentTool for FnTool {
 
     fn deferred(&self) -> bool {
         self.deferred
+    }
+
+    fn input_examples(&self) -> &[Value] {
+        &self.examples
+    }
+
+    fn eager_input_streaming(&self) -> bool {
+        self.eager_input_streaming
     }
 
     fn callers(&self) -> ToolCallers {

@@ -28,6 +28,7 @@ pub struct ToolStatics {
     spec: OnceLock<ToolSpec>,
     validator: OnceLock<ArgumentValidator>,
     output_schema: OnceLock<Value>,
+    examples: OnceLock<Vec<Value>>,
 }
 
 impl ToolStatics {
@@ -38,7 +39,19 @@ impl ToolStatics {
             spec: OnceLock::new(),
             validator: OnceLock::new(),
             output_schema: OnceLock::new(),
+            examples: OnceLock::new(),
         }
+    }
+
+    /// The `example = ".."` arguments, parsed on first use (the macro checked that each is a
+    /// JSON object).
+    pub fn examples(&self, texts: &[&str]) -> &[Value] {
+        self.examples.get_or_init(|| {
+            texts
+                .iter()
+                .filter_map(|text| serde_json::from_str(text).ok())
+                .collect()
+        })
     }
 
     /// The spec, built on first use from the schema `parameters` makes (`schema_for::<P>`).
@@ -60,6 +73,17 @@ impl ToolStatics {
     pub fn validator(&self, spec: &ToolSpec) -> &ArgumentValidator {
         self.validator.get_or_init(|| ArgumentValidator::new(spec))
     }
+}
+
+/// Checks a tool's example arguments against its schema: the first that fails, with why (the
+/// text of a `RegistryError::InvalidTool`).
+pub fn check_examples(validator: &ArgumentValidator, examples: &[Value]) -> Result<(), String> {
+    for (number, example) in (1..).zip(examples) {
+        validator
+            .check_example(example)
+            .map_err(|why| format!("example {number} is refused: {why}"))?;
+    }
+    Ok(())
 }
 
 impl fmt::Debug for ToolStatics {

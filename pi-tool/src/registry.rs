@@ -156,7 +156,9 @@ impl ToolRegistry {
         }
         let mut registry = ToolRegistry::new();
         for registration in registrations {
-            registry.register_arc((registration.make)());
+            let tool = (registration.make)();
+            check_examples(tool.as_ref())?;
+            registry.register_arc(tool);
         }
         Ok(registry)
     }
@@ -383,4 +385,27 @@ impl FromIterator<Arc<dyn AgentTool>> for ToolRegistry {
         registry.extend(iter);
         registry
     }
+}
+
+/// A `#[tool]`'s `example`s must be valid against its own schema: checked when `discover`
+/// registers it, since the schema exists only at run time.
+fn check_examples(tool: &dyn AgentTool) -> Result<(), RegistryError> {
+    let examples = tool.input_examples();
+    if examples.is_empty() {
+        return Ok(());
+    }
+    let owned;
+    let validator = match tool.validator() {
+        Some(validator) => validator,
+        None => {
+            owned = crate::ArgumentValidator::new(tool.spec());
+            &owned
+        }
+    };
+    crate::private::check_examples(validator, examples).map_err(|reason| {
+        RegistryError::InvalidTool {
+            name: tool.spec().name.clone(),
+            reason,
+        }
+    })
 }

@@ -77,6 +77,22 @@ pub trait AgentTool: Send + Sync + 'static {
         false
     }
 
+    /// Example arguments the model learns the tool's use from, sent to the APIs that take them
+    /// (Anthropic's `input_examples`). Each must be valid against the tool's own schema:
+    /// [`FnToolBuilder::example`](crate::FnToolBuilder::example) checks them when the tool is
+    /// built, and a provider never sends one that fails. Default none.
+    fn input_examples(&self) -> &[Value] {
+        &[]
+    }
+
+    /// Whether the API may stream this tool's arguments without buffering and checking them
+    /// first (Anthropic's `eager_input_streaming`): long arguments start arriving sooner, but a
+    /// cut response can leave them invalid JSON (the loop answers that as any bad call). Default
+    /// `false`.
+    fn eager_input_streaming(&self) -> bool {
+        false
+    }
+
     /// Who may call the tool: the model directly, code (another tool's
     /// [`call_tool`](ToolContext::call_tool), a `code` tool's script), or both (the default).
     /// `#[tool(callers = "code")]` sets it.

@@ -74,6 +74,17 @@ impl ArgumentValidator {
         }
     }
 
+    /// Checks example arguments ([`AgentTool::input_examples`](crate::AgentTool::input_examples)):
+    /// valid as they are, with nothing to coerce, since an example teaches the model the exact
+    /// shape of a call. The error says why not.
+    pub fn check_example(&self, example: &Value) -> Result<(), String> {
+        match self.validate_borrowed(example) {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err("it matches the parameters schema only after coercion".into()),
+            Err(error) => Err(format!("it does not match the parameters schema: {error}")),
+        }
+    }
+
     /// Validates arguments as they arrived (after `prepare_arguments`) and returns them
     /// normalized (untrusted arguments go through [`ArgumentLimits::check`] first, as in
     /// [`validate_arguments`]): numeric strings to numbers, `"true"` to `true`, numbers to strings, `null`

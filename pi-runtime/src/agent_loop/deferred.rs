@@ -17,6 +17,11 @@
 //! set too (tools' nested calls and the `code` tool's scripts reach it) but never in a request,
 //! loaded or not, and `tool_search` does not find it.
 //!
+//! **With the API's own search** ([`ToolSearchMode::Native`](crate::ToolSearchMode), on an API
+//! that has one) none of this applies: every schema is sent, the deferred ones marked
+//! `defer_loading`, the local `tool_search` is not offered, and what the API's search loaded is
+//! in its own blocks of the transcript.
+//!
 //! **Order keeps the prompt cache.** The request's tool list only grows at its end: the
 //! non-deferred tools in the context's order, then `tool_search`, then each tool in the order it
 //! was loaded (or activated by a result's `added_tool_names`). A resumed run derives the same
@@ -61,9 +66,18 @@ impl Deferral {
         true
     }
 
+    /// Takes out the `tool_search` that [`Deferral::add_search`] adds (a run with the API's own
+    /// search offers that one instead): the tool of that name, when some tool is deferred.
+    pub(crate) fn remove_search(tools: &mut Vec<Arc<dyn AgentTool>>) {
+        if tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
+            tools.retain(|t| t.spec().name != TOOL_SEARCH_NAME);
+        }
+    }
+
     /// The state at the start of a run: the non-deferred tools of `tools` in their order, then
-    /// what `transcript` loaded, in the order it loaded them.
-    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>]) -> Deferral {
+    /// what `transcript` loaded, in the order it loaded them. With the API's own search
+    /// (`native`) every offered tool is sent from the start (the provider marks the deferred ones).
+    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>], native: bool) -> Deferral {
         let mut deferral = Deferral {
             deferred: HashSet::new(),
             visible: HashSet::new(),
@@ -73,7 +87,7 @@ impl Deferral {
             if !offered(tool.as_ref()) {
                 continue;
             }
-            if tool.deferred() {
+            if tool.deferred() && !native {
                 deferral.deferred.insert(tool.spec().name.clone());
             } else {
                 deferral.show(tool.spec());

@@ -198,7 +198,9 @@ impl Run {
                 Some(tool) => {
                     if self.deferral.is_none() && !super::deferred::offered(tool.as_ref()) {
                         // The first tool the model is not offered: requests need a view now.
-                        self.deferral = Some(Deferral::new(&self.tools, &self.transcript));
+                        let native =
+                            self.options.tool_search.is_native() && self.model.native_tool_search();
+                        self.deferral = Some(Deferral::new(&self.tools, &self.transcript, native));
                     }
                     if let Some(deferral) = &mut self.deferral {
                         deferral.activated(tool.as_ref());

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
-use super::lowering::{SchemaMode, lower_schema};
+use super::lowering::SchemaMode;
 use super::option_conflicts::OptionConflict;
 use super::settings::{Settings, settings_builder};
 use super::sse::SseEvent;
@@ -35,6 +35,7 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub struct AnthropicMessages {
     pub(crate) settings: Settings,
     prompt_caching: bool,
+    strict: bool,
     #[cfg(feature = "http")]
     client: super::http::LazyClient,
 }
@@ -55,6 +56,7 @@ impl AnthropicMessages {
                 &["ANTHROPIC_API_KEY"],
             ),
             prompt_caching: true,
+            strict: false,
             #[cfg(feature = "http")]
             client: Default::default(),
         }
@@ -64,6 +66,15 @@ impl AnthropicMessages {
     /// (`cache_control: ephemeral`, as pi does; default true). Cached input costs a tenth.
     pub fn prompt_caching(mut self, enabled: bool) -> Self {
         self.prompt_caching = enabled;
+        self
+    }
+
+    /// Whether tools whose schema qualifies for strict mode (the rules of OpenAI's, which
+    /// [`CompatibilityReport`](super::CompatibilityReport) reports) are sent with
+    /// `strict: true` and that schema, so the model's arguments always match it (Anthropic's
+    /// structured outputs; default false: a tool that does not qualify is sent as before).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
         self
     }
 
@@ -179,13 +190,20 @@ impl AnthropicMessages {
         if !context.tools.is_empty() {
             body.insert(
                 "tools".into(),
-                Value::Array(context.tools.iter().map(anthropic_tool).collect()),
+                Value::Array(anthropic_tools(context.tools, options, self.tool_rules())),
             );
             if let Some(choice) = &options.tool_choice {
                 body.insert("tool_choice".into(), tool_choice(choice));
             }
         }
         Value::Object(body)
+    }
+
+    fn tool_rules(&self) -> ToolRules {
+        ToolRules {
+            caching: self.prompt_caching,
+            strict: self.strict,
+        }
     }
 
     fn wire_decoder(&self) -> Box<dyn WireDecoder> {
@@ -204,10 +222,108 @@ fn mark_last_user_block(messages: &mut [Value]) {
     }
 }
 
-/// A tool for Anthropic: the schema with an object root.
-pub(crate) fn anthropic_tool(spec: &ToolSpec) -> Value {
-    let schema = lower_schema(&spec.parameters, SchemaMode::Anthropic).schema;
-    json!({"name": spec.name, "description": spec.description, "input_schema": schema})
+/// Anthropic's search tools (type, name), BM25 and regex.
+const SEARCH_BM25: (&str, &str) = ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25");
+const SEARCH_REGEX: (&str, &str) = ("tool_search_tool_regex_20251119", "tool_search_tool_regex");
+/// The beta that tool search, `defer_loading` and `input_examples` are served under.
+#[cfg(feature = "http")]
+const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+/// The beta of strict tools.
+#[cfg(feature = "http")]
+const STRUCTURED_OUTPUTS_BETA: &str = "structured-outputs-2025-11-13";
+/// The beta of `eager_input_streaming`.
+#[cfg(feature = "http")]
+const FINE_GRAINED_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
+
+/// The request's tools: the sent ones in order, then (with the native search and some deferred
+/// tool) the search tool and the deferred tools with `defer_loading: true`. With prompt caching
+/// the last tool that is not deferred carries the cache breakpoint (a deferred tool must not:
+/// the API refuses it).
+fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules) -> Vec<Value> {
+    let native =
+        options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
+    let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
+    let mut tools: Vec<Value> = specs
+        .iter()
+        .filter(|spec| !deferred(spec))
+        .map(|spec| anthropic_tool(spec, options, rules))
+        .collect();
+    if rules.caching
+        && let Some(Value::Object(last)) = tools.last_mut()
+    {
+        last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
+    if native {
+        let (kind, name) = match options.tool_search {
+            crate::ToolSearchMode::NativeRegex => SEARCH_REGEX,
+            _ => SEARCH_BM25,
+        };
+        tools.push(json!({"type": kind, "name": name}));
+        for spec in specs.iter().filter(|spec| deferred(spec)) {
+            let mut tool = anthropic_tool(spec, options, rules);
+            tool["defer_loading"] = json!(true);
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
+/// What of a model's settings shapes its tools.
+#[derive(Clone, Copy, Debug)]
+struct ToolRules {
+    caching: bool,
+    strict: bool,
+}
+
+/// A tool for Anthropic: the schema with an object root (lowered once per tool, see
+/// [`RequestTools`](crate::RequestTools)), strict where asked and the schema qualifies, with
+/// the tool's examples and streaming choice.
+fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions, rules: ToolRules) -> Value {
+    let strict = rules
+        .strict
+        .then(|| options.tools.lowered(spec, SchemaMode::OpenAiStrict))
+        .filter(|lowered| lowered.qualifies());
+    let mut tool = match strict {
+        Some(lowered) => json!({"name": spec.name, "description": spec.description,
+            "input_schema": lowered.schema, "strict": true}),
+        None => {
+            let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
+            json!({"name": spec.name, "description": spec.description, "input_schema": lowered.schema})
+        }
+    };
+    let examples = options.tools.examples(&spec.name);
+    if !examples.is_empty() {
+        tool["input_examples"] = json!(examples);
+    }
+    if options.tools.eager_input_streaming(&spec.name) {
+        tool["eager_input_streaming"] = json!(true);
+    }
+    tool
+}
+
+/// The betas a body's tools need (`anthropic-beta`, comma-separated): tool search and
+/// examples, strict tools, unbuffered argument streaming.
+#[cfg(feature = "http")]
+fn betas(body: &Value) -> Vec<&'static str> {
+    let tools = body["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let any = |test: &dyn Fn(&Value) -> bool| tools.iter().any(test);
+    let mut betas = Vec::new();
+    if any(&|t| {
+        t.get("input_examples").is_some()
+            || [SEARCH_BM25.0, SEARCH_REGEX.0].contains(&t["type"].as_str().unwrap_or_default())
+    }) {
+        betas.push(TOOL_SEARCH_BETA);
+    }
+    if any(&|t| t.get("strict").is_some()) {
+        betas.push(STRUCTURED_OUTPUTS_BETA);
+    }
+    if any(&|t| t.get("eager_input_streaming").is_some()) {
+        betas.push(FINE_GRAINED_STREAMING_BETA);
+    }
+    betas
 }
 
 fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
@@ -227,6 +343,11 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!({"type": "none"}),
         ToolChoice::Required => json!({"type": "any"}),
         ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        // Anthropic cannot narrow the choice without changing `tools`.
+        ToolChoice::AllowedTools {
+            required: false, ..
+        } => json!({"type": "auto"}),
+        ToolChoice::AllowedTools { required: true, .. } => json!({"type": "any"}),
     }
 }
 
@@ -261,8 +382,21 @@ fn assistant_block(block: &AssistantContent) -> Option<Value> {
             (None, _) if thinking.trim().is_empty() => None,
             (None, _) => Some(json!({"type": "text", "text": thinking})),
         },
-        AssistantContent::ToolCall(call) => Some(json!({"type": "tool_use", "id": call.call.id,
-            "name": call.call.name, "input": arguments_object(&call.call.arguments)})),
+        AssistantContent::ToolCall(call) => {
+            let mut block = json!({"type": "tool_use", "id": call.call.id,
+                "name": call.call.name, "input": arguments_object(&call.call.arguments)});
+            // `caller` (who made the call) goes back as it came.
+            if let Value::Object(map) = &mut block {
+                for (key, value) in &call.provider_fields {
+                    map.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            Some(block)
+        }
+        AssistantContent::Provider(block) if block.api == AnthropicMessages::API => {
+            Some(block.block.clone())
+        }
+        AssistantContent::Provider(_) => None,
     }
 }
 
@@ -274,6 +408,48 @@ struct AnthropicDecoder {
     stop_reason: Option<String>,
     /// Why the model stopped, when it says (`stop_details.explanation` of a refusal).
     stop_explanation: Option<String>,
+    /// The input JSON streamed so far of each open `server_tool_use` block, by content index.
+    server_inputs: HashMap<usize, String>,
+}
+
+/// Whether a content block is one of the API's own (a server tool's call or result), kept and
+/// replayed whole.
+fn is_server_block(kind: &str) -> bool {
+    kind == "server_tool_use" || kind.ends_with("_tool_result")
+}
+
+/// A block's fields besides the ones the call itself is made of (`caller`, ...).
+fn extra_fields(block: &Value, known: &[&str]) -> Map<String, Value> {
+    block
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !known.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
+impl AnthropicDecoder {
+    /// Puts the streamed input of a `server_tool_use` block into it (left as announced when
+    /// nothing, or no valid JSON, streamed).
+    fn finish_server_input(&mut self, index: usize, out: &mut Assembler) {
+        let Some(input) = self.server_inputs.remove(&index) else {
+            return;
+        };
+        if input.trim().is_empty() {
+            return;
+        }
+        match serde_json::from_str::<Value>(&input) {
+            Ok(parsed) => {
+                if let Some(Value::Object(block)) = out.provider_block_mut(index) {
+                    block.insert("input".into(), parsed);
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, "a server tool's input is not JSON; kept as announced")
+            }
+        }
+    }
 }
 
 impl WireDecoder for AnthropicDecoder {
@@ -323,8 +499,19 @@ impl WireDecoder for AnthropicDecoder {
                         out.add_thinking_signature(index, text("data"), true);
                         index
                     }
+                    Some(kind) if is_server_block(kind) => {
+                        let index = out.provider_start(content.clone());
+                        if kind == "server_tool_use" {
+                            self.server_inputs.insert(index, String::new());
+                        }
+                        index
+                    }
                     Some("tool_use") => {
                         let index = out.tool_start(text("id"), text("name"));
+                        out.set_provider_fields(
+                            index,
+                            extra_fields(content, &["type", "id", "name", "input"]),
+                        );
                         if let Some(input) = content
                             .get("input")
                             .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
@@ -351,12 +538,16 @@ impl WireDecoder for AnthropicDecoder {
                     Some("signature_delta") => {
                         out.add_thinking_signature(index, text("signature"), false)
                     }
-                    Some("input_json_delta") => out.tool_delta(index, text("partial_json")),
+                    Some("input_json_delta") => match self.server_inputs.get_mut(&index) {
+                        Some(input) => input.push_str(text("partial_json")),
+                        None => out.tool_delta(index, text("partial_json")),
+                    },
                     _ => {}
                 }
             }
             "content_block_stop" => {
                 if let Some(index) = block {
+                    self.finish_server_input(index, out);
                     out.end_block(index);
                 }
             }
@@ -421,21 +612,32 @@ fn update_usage(usage: &mut Usage, reported: &Value) {
 impl crate::model::Model for AnthropicMessages {
     model_identity!();
 
+    fn native_tool_search(&self) -> bool {
+        true
+    }
+
     fn stream<'a>(
         &'a self,
         context: Context<'a>,
         options: &'a StreamOptions,
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
         let body = self.request_body(context, options);
+        let betas = betas(&body);
         let request = match self.settings.resolve_key(options.api_key.as_deref()) {
-            Some(key) => Ok(super::http::WireRequest {
-                url: format!("{}/messages", self.settings.base_url),
-                headers: vec![
+            Some(key) => {
+                let mut headers = vec![
                     ("x-api-key".to_owned(), key),
                     ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
-                ],
-                body,
-            }),
+                ];
+                if !betas.is_empty() {
+                    headers.push(("anthropic-beta".to_owned(), betas.join(",")));
+                }
+                Ok(super::http::WireRequest {
+                    url: format!("{}/messages", self.settings.base_url),
+                    headers,
+                    body,
+                })
+            }
             None => Err(super::missing_key_message(&self.settings)),
         };
         super::http::stream(

@@ -5,7 +5,7 @@ use pi_tool::Usage;
 use serde_json::{Map, Value};
 
 use super::partial_json::parse_arguments;
-use crate::message::{AssistantContent, AssistantMessage, StopReason};
+use crate::message::{AssistantContent, AssistantMessage, ProviderBlock, StopReason};
 use crate::model::AssistantEvent;
 
 /// The message under construction and the events not yet handed out.
@@ -109,6 +109,7 @@ impl Assembler {
             AssistantContent::Text { text, .. } => text.is_empty(),
             AssistantContent::Thinking { thinking, .. } => thinking.is_empty(),
             AssistantContent::ToolCall(_) => state.arguments.is_empty() && state.seeded.is_none(),
+            AssistantContent::Provider(_) => false,
         }
     }
 
@@ -304,6 +305,45 @@ impl Assembler {
         }
     }
 
+    /// Opens a block of the API's own (see [`AssistantContent::Provider`]); it is emitted whole
+    /// when it ends, after [`Assembler::provider_set`] may have completed it.
+    pub(crate) fn provider_start(&mut self, block: Value) -> usize {
+        let api = self.message.api.clone();
+        self.push_block(AssistantContent::Provider(ProviderBlock { api, block }))
+    }
+
+    /// Replaces the block of an open provider block (its finished form).
+    pub(crate) fn provider_set(&mut self, index: usize, block: Value) {
+        if !self.is_open(index) {
+            return;
+        }
+        if let Some(AssistantContent::Provider(provider)) = self.message.content.get_mut(index) {
+            provider.block = block;
+        }
+    }
+
+    /// The JSON of an open provider block, to complete in place.
+    pub(crate) fn provider_block_mut(&mut self, index: usize) -> Option<&mut Value> {
+        if !self.is_open(index) {
+            return None;
+        }
+        match self.message.content.get_mut(index) {
+            Some(AssistantContent::Provider(provider)) => Some(&mut provider.block),
+            _ => None,
+        }
+    }
+
+    /// Sets the fields a call carries besides id, name and arguments (see
+    /// [`ToolCallBlock::provider_fields`](crate::ToolCallBlock::provider_fields)).
+    pub(crate) fn set_provider_fields(&mut self, index: usize, fields: Map<String, Value>) {
+        if fields.is_empty() {
+            return;
+        }
+        if let Some(AssistantContent::ToolCall(block)) = self.message.content.get_mut(index) {
+            block.provider_fields = fields;
+        }
+    }
+
     pub(crate) fn set_thought_signature(&mut self, index: usize, signature: &str) {
         if let Some(AssistantContent::ToolCall(block)) = self.message.content.get_mut(index) {
             block.thought_signature = Some(signature.to_owned());
@@ -341,15 +381,23 @@ impl Assembler {
                     tool_call: block.clone(),
                 }
             }
+            AssistantContent::Provider(block) => AssistantEvent::ProviderBlock {
+                content_index: index,
+                block: block.clone(),
+            },
         };
         self.events.push(event);
     }
 
     /// Closes open text and thinking blocks (a tool call is starting; calls stay open, since
-    /// parallel calls may interleave their argument deltas).
+    /// parallel calls may interleave their argument deltas, and so do provider blocks, which
+    /// end when the API says).
     pub(crate) fn close_prose(&mut self) {
         for index in 0..self.blocks.len() {
-            if !matches!(self.message.content[index], AssistantContent::ToolCall(_)) {
+            if !matches!(
+                self.message.content[index],
+                AssistantContent::ToolCall(_) | AssistantContent::Provider(_)
+            ) {
                 self.end_block(index);
             }
         }

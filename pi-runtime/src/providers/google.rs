@@ -201,6 +201,14 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!({"mode": "NONE"}),
         ToolChoice::Required => json!({"mode": "ANY"}),
         ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+        // Gemini narrows the choice only in `ANY` mode.
+        ToolChoice::AllowedTools {
+            names,
+            required: true,
+        } => json!({"mode": "ANY", "allowedFunctionNames": names}),
+        ToolChoice::AllowedTools {
+            required: false, ..
+        } => json!({"mode": "AUTO"}),
     }
 }
 
@@ -247,6 +255,8 @@ fn model_part(block: &AssistantContent) -> Option<Value> {
             json!({"functionCall": {"name": call.call.name, "args": arguments_object(&call.call.arguments)}}),
             &call.thought_signature,
         )),
+        // Another API's own block: nothing Gemini can read.
+        AssistantContent::Provider(_) => None,
     }
 }
 

@@ -310,6 +310,11 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("required"),
         ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        // Not narrowed: many servers behind this API do not know `allowed_tools`.
+        ToolChoice::AllowedTools {
+            required: false, ..
+        } => json!("auto"),
+        ToolChoice::AllowedTools { required: true, .. } => json!("required"),
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::assemble::Assembler;
 use super::decode::{WireDecoder, error_message, parse_json};
-use super::lowering::{SchemaMode, lower_schema};
+use super::lowering::SchemaMode;
 use super::openai_completions::{OPENAI_URL, reasoning_effort};
 use super::root_union::object_root;
 use super::settings::{Settings, settings_builder};
@@ -105,11 +105,7 @@ impl OpenAiResponses {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
         if !context.tools.is_empty() {
-            let tools = context
-                .tools
-                .iter()
-                .map(|t| responses_tool(t, self.strict))
-                .collect();
+            let tools = responses_tools(context.tools, options, self.strict);
             body.insert("tools".into(), Value::Array(tools));
             if let Some(choice) = &options.tool_choice {
                 body.insert("tool_choice".into(), tool_choice(choice));
@@ -126,11 +122,35 @@ impl OpenAiResponses {
     }
 }
 
-/// A tool for Responses: `strict` always explicit, `true` where the schema qualifies.
-pub(crate) fn responses_tool(spec: &ToolSpec, strict: bool) -> Value {
-    let lowered = strict.then(|| lower_schema(&spec.parameters, SchemaMode::OpenAiStrict));
+/// The request's tools: the sent ones in order, then (with the native search and some deferred
+/// tool) the hosted `tool_search` and the deferred tools with `defer_loading: true` (which the
+/// API takes only together with a `tool_search` tool).
+fn responses_tools(specs: &[ToolSpec], options: &StreamOptions, strict: bool) -> Vec<Value> {
+    let native =
+        options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
+    let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
+    let mut tools: Vec<Value> = specs
+        .iter()
+        .filter(|spec| !deferred(spec))
+        .map(|spec| responses_tool(spec, options, strict))
+        .collect();
+    if native {
+        tools.push(json!({"type": "tool_search"}));
+        for spec in specs.iter().filter(|spec| deferred(spec)) {
+            let mut tool = responses_tool(spec, options, strict);
+            tool["defer_loading"] = json!(true);
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
+/// A tool for Responses: `strict` always explicit, `true` where the schema qualifies (lowered
+/// once per tool, see [`RequestTools`](crate::RequestTools)).
+fn responses_tool(spec: &ToolSpec, options: &StreamOptions, strict: bool) -> Value {
+    let lowered = strict.then(|| options.tools.lowered(spec, SchemaMode::OpenAiStrict));
     let (parameters, strict) = match lowered {
-        Some(lowered) if lowered.qualifies() => (lowered.schema, true),
+        Some(lowered) if lowered.qualifies() => (lowered.schema.clone(), true),
         _ => (object_root(&spec.parameters).into_owned(), false),
     };
     json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict})
@@ -142,6 +162,11 @@ fn tool_choice(choice: &ToolChoice) -> Value {
         ToolChoice::None => json!("none"),
         ToolChoice::Required => json!("required"),
         ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
+        ToolChoice::AllowedTools { names, required } => json!({
+            "type": "allowed_tools",
+            "mode": if *required { "required" } else { "auto" },
+            "tools": names.iter().map(|name| json!({"type": "function", "name": name})).collect::<Vec<_>>(),
+        }),
     }
 }
 
@@ -208,10 +233,41 @@ fn assistant_items(message: &AssistantMessage, input: &mut Vec<Value>) {
                 if let (true, Some((_, item_id))) = (with_ids, block.call.id.split_once('|')) {
                     item["id"] = json!(item_id);
                 }
+                // `namespace` (a tool a search loaded), `caller` (a call made by code).
+                if let Value::Object(map) = &mut item {
+                    for (key, value) in &block.provider_fields {
+                        map.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
                 input.push(item);
             }
+            AssistantContent::Provider(block) if block.api == OpenAiResponses::API => {
+                input.push(block.block.clone());
+            }
+            AssistantContent::Provider(_) => {}
         }
     }
+}
+
+/// Output items of the API's own that are kept whole and replayed: the search's call and
+/// output, and the program of programmatic tool calling.
+const KEPT_ITEMS: &[&str] = &[
+    "tool_search_call",
+    "tool_search_output",
+    "program",
+    "program_output",
+];
+
+/// A `function_call` item's fields besides the ones the call is made of (`namespace`,
+/// `caller`).
+fn call_fields(item: &Value) -> Map<String, Value> {
+    const KNOWN: &[&str] = &["type", "id", "call_id", "name", "arguments", "status"];
+    item.as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !KNOWN.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
 }
 
 /// Decodes Responses stream events.
@@ -265,6 +321,10 @@ impl ResponsesDecoder {
                 out.close_prose();
                 out.text_start()
             }
+            Some(kind) if KEPT_ITEMS.contains(&kind) => {
+                out.close_prose();
+                out.provider_start(item.clone())
+            }
             Some("function_call") => {
                 let call = item
                     .get("call_id")
@@ -273,6 +333,7 @@ impl ResponsesDecoder {
                 let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
                 out.close_prose();
                 let index = out.tool_start(&format!("{call}|{item_id}"), name);
+                out.set_provider_fields(index, call_fields(item));
                 if let Some(arguments) = item.get("arguments").and_then(Value::as_str) {
                     out.tool_delta(index, arguments);
                 }
@@ -414,10 +475,16 @@ fn complete_block(index: usize, item: &Value, out: &mut Assembler) {
             })
             .collect()
     };
+    if matches!(out.message().content[index], AssistantContent::Provider(_)) {
+        // The finished item replaces the announced one.
+        out.provider_set(index, item.clone());
+        return;
+    }
     let streamed = match &out.message().content[index] {
         AssistantContent::Text { text, .. } => text.as_str(),
         AssistantContent::Thinking { thinking, .. } => thinking.as_str(),
         AssistantContent::ToolCall(_) => out.tool_arguments(index),
+        AssistantContent::Provider(_) => return,
     };
     match item.get("type").and_then(Value::as_str) {
         Some("message") => {
@@ -454,6 +521,7 @@ fn finish_item(index: usize, item: &Value, out: &mut Assembler) {
                 out.set_text_signature(index, id);
             }
         }
+        Some("function_call") => out.set_provider_fields(index, call_fields(item)),
         _ => {}
     }
     out.end_block(index);
@@ -555,6 +623,10 @@ fn responses_usage(usage: &Value) -> Usage {
 #[cfg(feature = "http")]
 impl crate::model::Model for OpenAiResponses {
     model_identity!();
+
+    fn native_tool_search(&self) -> bool {
+        true
+    }
 
     fn stream<'a>(
         &'a self,

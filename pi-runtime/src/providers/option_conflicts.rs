@@ -89,7 +89,11 @@ impl OptionConflict {
             .is_some_and(|level| level != ThinkingLevel::Off);
         let forced = matches!(
             options.tool_choice,
-            Some(ToolChoice::Required | ToolChoice::Tool(_))
+            Some(
+                ToolChoice::Required
+                    | ToolChoice::Tool(_)
+                    | ToolChoice::AllowedTools { required: true, .. }
+            )
         );
         if has_tools && thinking && forced {
             conflicts.push(OptionConflict::AnthropicThinkingWithForcedTool);

@@ -3,7 +3,8 @@
 //!
 //! - custom messages are skipped, failed or aborted assistant messages dropped;
 //! - thinking, text signatures and tool-call thought signatures are kept only for the model that
-//!   produced them;
+//!   produced them; the API's own blocks (a hosted search's call and result) and a call's
+//!   provider fields only for models of the API that produced them;
 //! - images become pi's placeholder texts for a model that does not read images;
 //! - a tool call without a result before the next user or assistant message (or the end) gets
 //!   `No result provided` as an error result;
@@ -104,6 +105,7 @@ fn assistant_for(
     id_map: &mut HashMap<String, String>,
 ) -> AssistantMessage {
     let same_model = target.produced(message);
+    let same_api = message.api == target.api;
     let mut message = message.clone();
     if same_model {
         return message;
@@ -113,8 +115,16 @@ fn assistant_for(
         .filter_map(|block| match block {
             AssistantContent::Thinking { .. } => None,
             AssistantContent::Text { text, .. } => Some(AssistantContent::text(text)),
+            // The API's own blocks mean something to any model of that API (what it searched
+            // and loaded), to no other.
+            AssistantContent::Provider(block) => {
+                (block.api == target.api).then_some(AssistantContent::Provider(block))
+            }
             AssistantContent::ToolCall(mut call) => {
                 call.thought_signature = None;
+                if !same_api {
+                    call.provider_fields.clear();
+                }
                 let normalized = normalize_id(&call.call.id, target.id_rule);
                 if normalized != call.call.id {
                     id_map.insert(call.call.id.clone(), normalized.clone());

@@ -1,0 +1,106 @@
+//! An agent whose model makes one `code` call that fans out to ten tools.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pi_codemode::CodeTool;
+use pi_runtime::{Agent, AssistantContent, AssistantMessage, ScriptedModel, StopReason};
+use pi_tool::{FnTool, ToolCall, ToolRegistry};
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+/// Ten `city_<i>` tools, each answering its temperature; each counts its calls.
+fn cities(calls: &Arc<AtomicUsize>) -> ToolRegistry {
+    (0..10)
+        .map(|i| {
+            let calls = Arc::clone(calls);
+            Arc::new(
+                FnTool::builder(
+                    format!("city_{i}"),
+                    format!("The temperature in city {i}."),
+                    json!({"type": "object", "properties": {"unit": {"enum": ["c", "f"]}}}),
+                )
+                .output_schema(json!({"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}))
+                .build(move |_: Value, _| {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    async move { pi_tool::ToolResult::new(vec![], json!({"temp": 10 + i})) }
+                })
+                .unwrap(),
+            ) as Arc<dyn pi_tool::AgentTool>
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn one_code_call_fans_out_to_ten_tools() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tools = cities(&calls);
+    let tools = tools.clone().with(CodeTool::new(&tools));
+    let script = "const names = Object.keys(tools);
+const temps = await Promise.all(names.map(name => tools[name]({unit: 'c'})));
+return { cities: names.length, max: Math.max(...temps.map(t => t.temp)) };";
+    let model = Arc::new(ScriptedModel::new([
+        AssistantMessage::new(
+            vec![AssistantContent::tool_call(
+                "k1",
+                "code",
+                json!({ "script": script }),
+            )],
+            StopReason::ToolUse,
+        ),
+        AssistantMessage::new(
+            vec![AssistantContent::text("The warmest is 19.")],
+            StopReason::Stop,
+        ),
+    ]));
+    let agent = Agent::new(model.clone()).with_tools(tools);
+    agent.prompt("Which city is warmest?").await.unwrap();
+
+    assert_eq!(calls.load(Ordering::SeqCst), 10);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[0].tool_names().contains(&"code"));
+    let code = requests[0].tools.iter().find(|t| t.name == "code").unwrap();
+    assert!(
+        code.description.contains(
+            "city_9(args: {\n    unit?: \"c\" | \"f\";\n  }): Promise<{\n    temp: number;\n  }>;"
+        ),
+        "{}",
+        code.description
+    );
+    let result = requests[1]
+        .messages
+        .last()
+        .unwrap()
+        .as_tool_result()
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.text(), "{\"cities\":10,\"max\":19}");
+}
+
+#[tokio::test]
+async fn promise_all_runs_calls_in_parallel() {
+    // Three calls that each wait for all three: they finish only if they run at once.
+    let barrier = Arc::new(Barrier::new(3));
+    let tools = ToolRegistry::new().with(
+        FnTool::builder("meet", "Wait for the others.", json!({"type": "object"}))
+            .build(move |_: Value, _| {
+                let barrier = Arc::clone(&barrier);
+                async move {
+                    barrier.wait().await;
+                    "met"
+                }
+            })
+            .unwrap(),
+    );
+    let tools = tools.clone().with(CodeTool::new(&tools));
+    let script = "return await Promise.all([tools.meet(), tools.meet(), tools.meet()]);";
+    let result = tools
+        .run(&ToolCall::new("c1", "code", json!({ "script": script })))
+        .await;
+    assert_eq!(
+        result.text_content(),
+        "[\"met\",\"met\",\"met\"]",
+        "{result:?}"
+    );
+}

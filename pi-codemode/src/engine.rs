@@ -250,12 +250,17 @@ impl<'js> Driver<'_, 'js> {
                 return self.stopped();
             }
         };
-        let ToScript::Result { id, result } = message;
-        let Some(pending) = self.bridge.borrow_mut().pending.remove(&id) else {
-            return Ok(());
-        };
-        self.settle(pending, result)
-            .map_err(|err| self.describe(err))
+        // Settle every result that is already there before running the script again.
+        let mut next = Some(message);
+        while let Some(ToScript::Result { id, result }) = next {
+            let pending = self.bridge.borrow_mut().pending.remove(&id);
+            if let Some(pending) = pending {
+                self.settle(pending, result)
+                    .map_err(|err| self.describe(err))?;
+            }
+            next = self.job.from_host.try_recv().ok();
+        }
+        Ok(())
     }
 
     fn settle(&self, pending: Pending, result: ToolResult) -> rquickjs::Result<()> {

@@ -242,6 +242,21 @@ async fn an_endless_loop_stops_at_the_time_cap() {
 }
 
 #[tokio::test]
+async fn the_time_cap_covers_waiting_for_tools() {
+    let (result, seen) = run_with(
+        "await tools.slow({});",
+        CodeLimits::default().time(Duration::from_millis(200)),
+    )
+    .await;
+    assert_error(&result, "time cap");
+    assert_eq!(seen.slow_finished.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        seen.slow_started.load(Ordering::SeqCst),
+        seen.slow_dropped.load(Ordering::SeqCst)
+    );
+}
+
+#[tokio::test]
 async fn a_huge_allocation_hits_the_memory_cap() {
     let (result, _) =
         run("const a = new ArrayBuffer(1024 * 1024 * 1024); return a.byteLength;").await;

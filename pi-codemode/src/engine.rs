@@ -30,14 +30,18 @@ const SCRIPT_NAME: &str = "script.js";
 
 /// What the engine asks of the host.
 pub(crate) enum ToHost {
-    /// Run a tool call.
-    Call {
-        id: u64,
-        name: String,
-        arguments: Json,
-    },
+    /// Run these tool calls: all the calls the script made since it last waited (one wake-up
+    /// of the host for a whole fan-out).
+    Calls(Vec<Call>),
     /// The script is over.
     Done(Outcome),
+}
+
+/// One tool call the script made.
+pub(crate) struct Call {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) arguments: Json,
 }
 
 /// What the host tells the engine.
@@ -90,6 +94,8 @@ pub(crate) fn spawn(job: Job) -> std::io::Result<()> {
 /// What the bridge functions share with the driver loop.
 struct Bridge {
     pending: HashMap<u64, Pending>,
+    /// Calls made and not yet sent to the host.
+    outbox: Vec<Call>,
     next_id: u64,
     calls: usize,
     console: String,
@@ -139,6 +145,7 @@ fn run(job: Job) -> Outcome {
     };
     let bridge = Rc::new(RefCell::new(Bridge {
         pending: HashMap::new(),
+        outbox: Vec::new(),
         next_id: 0,
         calls: 0,
         console: String::new(),
@@ -210,7 +217,13 @@ impl<'js> Driver<'_, 'js> {
                     };
                     return Err(self.describe(err));
                 }
-                PromiseState::Pending => self.wait()?,
+                PromiseState::Pending => {
+                    let calls = std::mem::take(&mut self.bridge.borrow_mut().outbox);
+                    if !calls.is_empty() {
+                        let _ = self.job.to_host.send(ToHost::Calls(calls));
+                    }
+                    self.wait()?;
+                }
             }
         }
     }
@@ -335,7 +348,6 @@ impl<'js> Driver<'_, 'js> {
 
     fn tool_function(&self, name: &str) -> rquickjs::Result<Function<'js>> {
         let bridge = Rc::clone(self.bridge);
-        let to_host = self.job.to_host.clone();
         let max_calls = self.job.limits.max_calls;
         let tool = name.to_owned();
         let function = Function::new(
@@ -375,7 +387,7 @@ impl<'js> Driver<'_, 'js> {
                         reject: Persistent::save(&ctx, reject),
                     },
                 );
-                let _ = to_host.send(ToHost::Call {
+                state.outbox.push(Call {
                     id,
                     name: tool.clone(),
                     arguments,

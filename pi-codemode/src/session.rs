@@ -15,7 +15,7 @@ use tokio::sync::mpsc::unbounded_channel;
 
 use crate::CodeLimits;
 use crate::caller::NestedCaller;
-use crate::engine::{self, Job, Outcome, ToHost, ToScript};
+use crate::engine::{self, Call, Job, Outcome, ToHost, ToScript};
 
 /// Runs `script` to its result. Calls still running when the script returns are dropped, which
 /// cancels them; an abort of `ctx`'s signal stops the engine through its interrupt handler and
@@ -52,10 +52,12 @@ pub(crate) async fn run(
                 return ToolResult::error("the code call was aborted");
             }
             request = requests.recv() => match request {
-                Some(ToHost::Call { id, name, arguments }) => {
-                    let updates = progress(&ctx, &name, id);
-                    let call = caller.call(&ctx, format!("{}/{id}", ctx.tool_call_id()), name, arguments, updates);
-                    running.push(async move { (id, call.await) });
+                Some(ToHost::Calls(calls)) => {
+                    for Call { id, name, arguments } in calls {
+                        let updates = progress(&ctx, &name, id);
+                        let call = caller.call(&ctx, format!("{}/{id}", ctx.tool_call_id()), name, arguments, updates);
+                        running.push(async move { (id, call.await) });
+                    }
                 }
                 Some(ToHost::Done(outcome)) => break outcome,
                 None => return ToolResult::error("the code engine stopped unexpectedly"),

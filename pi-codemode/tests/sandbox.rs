@@ -347,8 +347,14 @@ async fn a_tool_the_script_may_not_call_is_not_there() {
 
 #[tokio::test]
 async fn calls_a_script_never_awaits_are_cancelled() {
+    // Never sent: the script returns before it waits for anything.
     let (result, seen) = run("tools.slow({}); tools.slow({}); return 1;").await;
     assert_error(&result, "2 tool call(s) were still running (slow, slow)");
+    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 0);
+    // Started (with the echo the script awaits), then cancelled when the script returns.
+    let (result, seen) = run("tools.slow({}); await tools.echo({}); return 1;").await;
+    assert_error(&result, "1 tool call(s) were still running (slow)");
+    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 1);
     assert_eq!(seen.slow_finished.load(Ordering::SeqCst), 0);
     assert_eq!(
         seen.slow_started.load(Ordering::SeqCst),

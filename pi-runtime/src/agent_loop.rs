@@ -8,7 +8,9 @@ mod context;
 mod deferred;
 mod emitter;
 mod guard;
+mod hooks;
 mod host;
+mod nested;
 mod run;
 mod spans;
 mod stream;
@@ -129,9 +131,10 @@ fn start(
         available,
         mut state,
     } = context;
-    let has_deferred = Deferral::add_search(&mut tools);
-    let tools = run::tool_set(tools);
-    let deferral = has_deferred.then(|| Deferral::new(&tools, &messages));
+    Deferral::add_search(&mut tools);
+    let needs_view = deferred::needs_view(&tools);
+    let tools = Arc::new(run::tool_set(tools));
+    let deferral = needs_view.then(|| Deferral::new(&tools, &messages));
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;

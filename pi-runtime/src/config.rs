@@ -13,7 +13,7 @@ use pi_tool::{
     ArgumentLimits, BoxFuture, CallLimits, CancellationToken, Content, ToolCall, ToolError,
     ToolResult, Usage,
 };
-pub use pi_tool::{DEFAULT_ABORT_GRACE, DEFAULT_MAX_RESULT_BYTES};
+pub use pi_tool::{DEFAULT_ABORT_GRACE, DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES};
 use serde_json::Value;
 
 use crate::message::Message;
@@ -174,6 +174,9 @@ pub struct BeforeToolCallContext {
     pub messages: Arc<[Arc<Message>]>,
     /// The run's abort signal.
     pub signal: CancellationToken,
+    /// For a call a tool made ([`ToolContext::call_tool`](pi_tool::ToolContext::call_tool)):
+    /// the call that made it (pi's `parentToolCall`). `None` for the model's own calls.
+    pub parent_tool_call: Option<ToolCall>,
 }
 
 /// What `after_tool_call` sees of a finished call.
@@ -193,6 +196,8 @@ pub struct AfterToolCallContext {
     pub messages: Arc<[Arc<Message>]>,
     /// The run's abort signal.
     pub signal: CancellationToken,
+    /// For a call a tool made: the call that made it. `None` for the model's own calls.
+    pub parent_tool_call: Option<ToolCall>,
 }
 
 /// What `should_stop_after_turn` sees of a finished turn.
@@ -303,6 +308,10 @@ pub struct AgentLoopConfig {
     /// after <timeout>`. Default `None`: a coding agent's shell may rightly run a long build;
     /// bound such tools one by one (`#[tool(timeout = "30s")]`), or set one here for all.
     pub tool_timeout: Option<Duration>,
+    /// How many levels deep calls a tool makes of other tools
+    /// ([`ToolContext::call_tool`](pi_tool::ToolContext::call_tool)) may nest; a nested call
+    /// past it gets an error result. Default [`DEFAULT_MAX_NESTING_DEPTH`] (8).
+    pub max_nesting_depth: u32,
 }
 
 impl Default for AgentLoopConfig {
@@ -324,6 +333,7 @@ impl Default for AgentLoopConfig {
             argument_limits: ArgumentLimits::DEFAULT,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             tool_timeout: None,
+            max_nesting_depth: DEFAULT_MAX_NESTING_DEPTH,
         }
     }
 }
@@ -343,7 +353,8 @@ impl AgentLoopConfig {
         let limits = CallLimits::DEFAULT
             .arguments(self.argument_limits)
             .abort_grace(self.abort_grace)
-            .max_result_bytes(self.max_result_bytes);
+            .max_result_bytes(self.max_result_bytes)
+            .max_nesting_depth(self.max_nesting_depth);
         match self.tool_timeout {
             Some(timeout) => limits.timeout(timeout),
             None => limits,
@@ -376,6 +387,13 @@ impl AgentLoopConfig {
     #[must_use]
     pub fn max_result_bytes(mut self, bytes: usize) -> Self {
         self.max_result_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_nesting_depth`](Self::max_nesting_depth).
+    #[must_use]
+    pub fn max_nesting_depth(mut self, depth: u32) -> Self {
+        self.max_nesting_depth = depth;
         self
     }
 

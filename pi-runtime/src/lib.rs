@@ -22,8 +22,8 @@ pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agen
 pub use config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook,
     BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, DEFAULT_ABORT_GRACE,
-    DEFAULT_MAX_RESULT_BYTES, MessageSource, MessagesHook, ShouldStopHook, ToolExecution,
-    TurnEndContext,
+    DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES, MessageSource, MessagesHook,
+    ShouldStopHook, ToolExecution, TurnEndContext,
 };
 pub use event::ToolCallRef;
 pub use scripted::{FnModel, ModelRequest, SCRIPT_EXHAUSTED, ScriptedModel, ScriptedStreaming};

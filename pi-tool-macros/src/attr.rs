@@ -1,5 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`, `prepare_arguments`, `defer`, and the annotation flags `read_only`,
+//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `callers`, `replay`, and the annotation flags `read_only`,
 //! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
@@ -21,6 +21,8 @@ pub(crate) const KEYS: &[&str] = &[
     "timeout",
     "blocking",
     "defer",
+    "callers",
+    "replay",
     "read_only",
     "destructive",
     "idempotent",
@@ -56,6 +58,10 @@ pub(crate) struct ToolArgs {
     pub(crate) blocking: Option<Path>,
     /// `defer`: the schema is sent only once the tool is loaded.
     pub(crate) defer: Option<Path>,
+    /// `callers = "code"`: the `ToolCallers` variant.
+    pub(crate) callers: Option<syn::Ident>,
+    /// `replay = "never"`: the `Replay` variant.
+    pub(crate) replay: Option<syn::Ident>,
 }
 
 impl ToolArgs {
@@ -105,6 +111,22 @@ impl ToolArgs {
                         .ok()
                 });
                 set_once(cx, &mut self.timeout, &path, value);
+            }
+            "callers" => {
+                let value = string_value(cx, &key, &meta).and_then(|lit| {
+                    crate::policies::callers_value(&lit)
+                        .map_err(|err| cx.syn_error(err))
+                        .ok()
+                });
+                set_once(cx, &mut self.callers, &path, value);
+            }
+            "replay" => {
+                let value = string_value(cx, &key, &meta).and_then(|lit| {
+                    crate::policies::replay_value(&lit)
+                        .map_err(|err| cx.syn_error(err))
+                        .ok()
+                });
+                set_once(cx, &mut self.replay, &path, value);
             }
             "blocking" => {
                 if !matches!(meta, Meta::Path(_)) {
@@ -318,6 +340,8 @@ mod tests {
                 sequential,
                 prepare_arguments = f,
                 defer,
+                callers = "code",
+                replay = "never",
                 read_only,
                 open_world = false
             ))

@@ -238,6 +238,7 @@ pub(crate) fn generate(
         }
     });
     let limit_methods = crate::limits::limit_methods(args);
+    let policy_methods = crate::policies::policy_methods(args);
     let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
         syn::ReturnType::Default => fn_ident.span(),
@@ -351,6 +352,7 @@ pub(crate) fn generate(
                 #prepare
                 #annotations
                 #limit_methods
+                #policy_methods
                 #output_schema
 
                 fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {

@@ -8,6 +8,7 @@ mod docs;
 mod expand;
 mod limits;
 mod methods;
+mod policies;
 mod property;
 mod valid;
 
@@ -54,6 +55,8 @@ use proc_macro::TokenStream;
 /// | `timeout = "30s"` | how long one call may run (`500ms`, `30s`, `5m`, `1h`); on expiry the agent loop cancels the call's token and answers `Tool <name> timed out after 30s` | the loop's `tool_timeout` (none) |
 /// | `blocking` | the fn blocks its thread (CPU work, blocking I/O): the agent loop runs each call on tokio's blocking pool, so other calls and events go on | runs on the loop's task |
 /// | `defer` | the tool is deferred: its schema is sent to the model only once it is loaded (by the `tool_search` tool, or by a call that names it); it is validated and runs like any other | sent with every request |
+/// | `callers = "code"` | who may call the tool: `"model"` (only the model, directly), `"code"` (only from code: another tool's `ctx.call_tool`, a `code` tool's script; the model never sees it) or `"both"` | `"both"` |
+/// | `replay = "never"` | what a durable host (`pi-restate`) does with a call interrupted before its outcome was recorded: `"never"` answers that its outcome is unknown instead of running it again; `"safe"` runs it again | run again (at least once) |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | hints for hosts (MCP `annotations`), never sent to a model provider; `key = false` says the opposite | not said |
 ///

@@ -13,6 +13,13 @@ use crate::{AgentTool, ArgumentLimits};
 /// model's context window.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024;
 
+/// The default [`CallLimits::max_nesting_depth`]: 8 levels of calls inside calls.
+///
+/// Why: a script of the `code` tool calling a tool is one level, and that tool calling another a
+/// second; eight leaves room for real compositions while a tool that calls itself without end is
+/// stopped after a handful of calls, not a stack overflow.
+pub const DEFAULT_MAX_NESTING_DEPTH: u32 = 8;
+
 /// The default [`CallLimits::abort_grace`]: one second.
 pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
 
@@ -25,7 +32,9 @@ pub const DEFAULT_ABORT_GRACE: Duration = Duration::from_secs(1);
 ///   cancelled, the tool gets [`abort_grace`](Self::abort_grace) to answer, and the result is
 ///   `Tool <name> timed out after <timeout>`;
 /// - [`max_result_bytes`](Self::max_result_bytes): the most text one result may carry; the
-///   rest is cut, with a note saying how much was dropped.
+///   rest is cut, with a note saying how much was dropped;
+/// - [`max_nesting_depth`](Self::max_nesting_depth): how deeply calls made from inside calls
+///   ([`ToolContext::call_tool`](crate::ToolContext::call_tool)) may nest.
 ///
 /// ```
 /// use std::time::Duration;
@@ -54,6 +63,10 @@ pub struct CallLimits {
     /// The most bytes of text one result may carry. Default [`DEFAULT_MAX_RESULT_BYTES`].
     /// Images do not count: what they cost a model depends on their size in pixels.
     pub max_result_bytes: usize,
+    /// How many levels deep calls made from inside a call may nest (a top-level call is level
+    /// 0, its nested calls level 1). A nested call past it gets an error result. Default
+    /// [`DEFAULT_MAX_NESTING_DEPTH`].
+    pub max_nesting_depth: u32,
 }
 
 impl Default for CallLimits {
@@ -70,6 +83,7 @@ impl CallLimits {
         timeout: None,
         abort_grace: DEFAULT_ABORT_GRACE,
         max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        max_nesting_depth: DEFAULT_MAX_NESTING_DEPTH,
     };
 
     /// Sets [`arguments`](Self::arguments).
@@ -104,6 +118,13 @@ impl CallLimits {
     #[must_use]
     pub const fn max_result_bytes(mut self, bytes: usize) -> Self {
         self.max_result_bytes = bytes;
+        self
+    }
+
+    /// Sets [`max_nesting_depth`](Self::max_nesting_depth).
+    #[must_use]
+    pub const fn max_nesting_depth(mut self, depth: u32) -> Self {
+        self.max_nesting_depth = depth;
         self
     }
 

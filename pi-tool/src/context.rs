@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::nested::{Children, Frame, NestedCall, NestedHost, Nesting};
 use crate::{ToolError, ToolResult};
 
 /// Receives the partial results a tool streams with [`ToolContext::update`].
@@ -80,6 +81,12 @@ pub trait CallHost: Send + Sync + 'static {
         let _ = call;
         None
     }
+
+    /// Where the calls' nested calls ([`ToolContext::call_tool`]) run: the host's pipeline.
+    /// `None` (the default): a nested call is an error result saying so.
+    fn nested_host(&self) -> Option<&Arc<dyn NestedHost>> {
+        None
+    }
 }
 
 /// What a call's context changes while the call runs: its own abort signal (created on first
@@ -90,6 +97,8 @@ pub struct CallSlot {
     /// Whether updates still reach the sink. A lock rather than a flag, so that once
     /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
     accepting_updates: Mutex<bool>,
+    /// What the call's nested calls share (made by the first).
+    children: OnceLock<Arc<Children>>,
 }
 
 impl CallSlot {
@@ -98,6 +107,7 @@ impl CallSlot {
         CallSlot {
             signal: OnceLock::new(),
             accepting_updates: Mutex::new(true),
+            children: OnceLock::new(),
         }
     }
 
@@ -106,6 +116,7 @@ impl CallSlot {
         CallSlot {
             signal: self.signal.clone(),
             accepting_updates: Mutex::new(*self.accepting()),
+            children: self.children.clone(),
         }
     }
 
@@ -184,6 +195,8 @@ struct ContextInner {
     /// Its own signal (created on first use, a child of `parent` when there is one) and update
     /// switch.
     slot: CallSlot,
+    /// Where its nested calls run; when [`Nesting::None`], its [`CallHost`]'s.
+    nesting: Nesting,
 }
 
 impl ContextInner {
@@ -194,6 +207,7 @@ impl ContextInner {
             parent: self.parent.clone(),
             state: self.state.clone(),
             slot: self.slot.copy(),
+            nesting: self.nesting.clone(),
         }
     }
 }
@@ -225,14 +239,24 @@ impl ToolContext {
         ToolContext::built(call, None)
     }
 
-    /// A context of its own for `tool_call_id` with `state`, built at once (what a runner makes
-    /// per call: one allocation, written once).
-    pub(crate) fn with_id_and_state(tool_call_id: &str, state: &StateMap) -> Self {
+    /// A context of its own for `tool_call_id` with `state` and `host` for its nested calls,
+    /// built at once (what a runner makes per call: one allocation, written once).
+    pub(crate) fn with_id_state_and_host(
+        tool_call_id: &str,
+        state: &StateMap,
+        host: Arc<dyn NestedHost>,
+    ) -> Self {
         let call = CallIdentity::Own {
             tool_call_id: tool_call_id.to_owned(),
             updates: None,
         };
-        ToolContext::built(call, Some(state.clone()))
+        let mut ctx = ToolContext::built(call, Some(state.clone()));
+        if let Repr::Own(inner) = &mut ctx.repr
+            && let Some(inner) = Arc::get_mut(inner)
+        {
+            inner.nesting = Nesting::Host(host);
+        }
+        ctx
     }
 
     fn built(call: CallIdentity, state: Option<StateMap>) -> Self {
@@ -243,6 +267,7 @@ impl ToolContext {
                 parent: None,
                 state,
                 slot: CallSlot::new(),
+                nesting: Nesting::None,
             })),
         }
     }
@@ -260,6 +285,7 @@ impl ToolContext {
                 parent: None,
                 state: None,
                 slot: self.slot().copy(),
+                nesting: Nesting::None,
             };
             self.repr = Repr::Own(Arc::new(inner));
         }
@@ -432,6 +458,93 @@ impl ToolContext {
     /// even from a task the tool left running.
     pub fn close_updates(&self) {
         *self.slot().accepting() = false;
+    }
+
+    /// Lends the call `host`'s pipeline for its nested calls ([`call_tool`](Self::call_tool)).
+    /// `ToolRegistry::run`, `pi-mcp`'s server, `pi-restate`'s tool service and the agent loop
+    /// lend theirs; a context made by hand has none until given one.
+    #[must_use]
+    pub fn with_nested_host(mut self, host: Arc<dyn NestedHost>) -> Self {
+        self.inner_mut().nesting = Nesting::Host(host);
+        self
+    }
+
+    /// Calls the tool `name` of this call's host with `arguments`, through the same pipeline
+    /// as the model's calls: lookup, the argument limits, `prepare_arguments`, validation, the
+    /// host's hooks (the agent loop's `before_tool_call` and `after_tool_call`, which see this
+    /// call as the parent), the tool's timeout, `blocking`, panic capture and the result limit.
+    ///
+    /// It never fails: an unknown tool, invalid arguments, a timeout, a refusal or a panic come
+    /// back as an error result, as they would to the model. The nested call's signal is a child
+    /// of this call's (aborting this call aborts it); a sequential tool's nested call is kept
+    /// apart from this call's other nested calls; past [`CallLimits::max_nesting_depth`]
+    /// (crate::CallLimits::max_nesting_depth) levels the call is refused. It emits no events
+    /// of the loop's (a `tracing` span shows it); its partial results are dropped unless
+    /// [`on_update`](NestedCall::on_update) takes them. Its id is this call's id, `/` and its
+    /// number (`call_7/1`, `call_7/2`, ...).
+    pub fn call_tool(
+        &self,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> NestedCall<'_> {
+        NestedCall::new(self, name.into(), arguments)
+    }
+
+    /// The pipeline nested calls of this call run in, if its host lent one.
+    pub fn nested_host(&self) -> Option<&Arc<dyn NestedHost>> {
+        let host = match &self.repr {
+            Repr::Own(inner) => match (&inner.nesting, &inner.call) {
+                (Nesting::None, CallIdentity::Hosted { host, .. }) => host,
+                (nesting, _) => return nesting.host(),
+            },
+            Repr::Slotted { host, .. } => host,
+        };
+        host.nested_host()
+    }
+
+    /// How deeply this call is nested: 0 for a call the model (or a client) made, 1 for a call
+    /// made from inside one, and so on.
+    pub fn nesting_depth(&self) -> u32 {
+        match &self.repr {
+            Repr::Own(inner) => inner.nesting.depth(),
+            Repr::Slotted { .. } => 0,
+        }
+    }
+
+    /// The call this context runs, when it is a nested call (its name, id and arguments);
+    /// `None` for a top-level call.
+    pub fn nested_call(&self) -> Option<&crate::ToolCall> {
+        match &self.repr {
+            Repr::Own(inner) => inner.nesting.call(),
+            Repr::Slotted { .. } => None,
+        }
+    }
+
+    /// What this call's nested calls share.
+    pub(crate) fn children(&self) -> &Children {
+        self.slot().children.get_or_init(Arc::default)
+    }
+
+    /// The context of this call's nested call number `number`, at `frame`: its own id, a
+    /// signal that is a child of this call's, this call's state, and an idempotency key under
+    /// this call's.
+    pub(crate) fn child(&self, frame: Frame, number: u32, updates: Option<UpdateSink>) -> Self {
+        let call = CallIdentity::Own {
+            tool_call_id: frame.call.id.clone(),
+            updates,
+        };
+        ToolContext {
+            repr: Repr::Own(Arc::new(ContextInner {
+                call,
+                idempotency_key: self
+                    .idempotency_key()
+                    .map(|key| Arc::from(format!("{key}/{number}"))),
+                parent: Some(self.signal().clone()),
+                state: Some(self.state().clone()),
+                slot: CallSlot::new(),
+                nesting: Nesting::Frame(Arc::new(frame)),
+            })),
+        }
     }
 
     /// The shared state of this call.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, ToolAnnotations, ToolContext,
-    ToolError, ToolRegistry, ToolResult, ToolSpec,
+    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, Replay, ToolAnnotations, ToolCallers,
+    ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec,
 };
 
 /// A tool made deferred by its host (an MCP import, a plugin set) without touching its code.
@@ -59,6 +59,12 @@ impl AgentTool for Deferred {
     }
     fn deferred(&self) -> bool {
         true
+    }
+    fn callers(&self) -> ToolCallers {
+        self.0.callers()
+    }
+    fn replay(&self) -> Option<Replay> {
+        self.0.replay()
     }
     fn annotations(&self) -> ToolAnnotations {
         self.0.annotations()

@@ -14,8 +14,8 @@ use serde_json::Value;
 use schemars::JsonSchema;
 
 use crate::{
-    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError,
-    ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
+    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError, Replay,
+    ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
 };
 
 type Handler =
@@ -65,6 +65,8 @@ pub struct FnTool {
     annotations: ToolAnnotations,
     output_schema: Option<Arc<Value>>,
     deferred: bool,
+    callers: ToolCallers,
+    replay: Option<Replay>,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
@@ -121,6 +123,8 @@ impl FnTool {
             output_schema: None,
             deny_unknown_fields: false,
             deferred: false,
+            callers: ToolCallers::Both,
+            replay: None,
             prepare: None,
         }
     }
@@ -139,6 +143,8 @@ pub struct FnToolBuilder {
     output_schema: Option<Value>,
     deny_unknown_fields: bool,
     deferred: bool,
+    callers: ToolCallers,
+    replay: Option<Replay>,
     prepare: Option<Arc<Prepare>>,
 }
 
@@ -216,6 +222,19 @@ impl FnToolBuilder {
         self
     }
 
+    /// Who may call the tool (like `#[tool(callers = "code")]`): the model, code, or both (the
+    /// default).
+    pub fn callers(mut self, callers: ToolCallers) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// What a durable host does with an interrupted call (like `#[tool(replay = "never")]`).
+    pub fn replay(mut self, replay: Replay) -> Self {
+        self.replay = Some(replay);
+        self
+    }
+
     /// Rewrites the model's raw arguments before validation (an old argument shape, a
     /// stringified field), like `#[tool(prepare_arguments = path)]`. Its `Err` becomes an error
     /// result; a panic in it too.
@@ -274,6 +293,8 @@ impl FnToolBuilder {
             annotations: self.annotations,
             output_schema: self.output_schema.map(Arc::new),
             deferred: self.deferred,
+            callers: self.callers,
+            replay: self.replay,
             validator,
             prepare: self.prepare,
             handler,
@@ -368,6 +389,14 @@ impl AgentTool for FnTool {
         self.deferred
     }
 
+    fn callers(&self) -> ToolCallers {
+        self.callers
+    }
+
+    fn replay(&self) -> Option<Replay> {
+        self.replay
+    }
+
     fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
         match &self.prepare {
             Some(prepare) => prepare(args),
@@ -403,6 +432,8 @@ impl fmt::Debug for FnTool {
             .field("annotations", &self.annotations)
             .field("output_schema", &self.output_schema)
             .field("deferred", &self.deferred)
+            .field("callers", &self.callers)
+            .field("replay", &self.replay)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
     }
@@ -420,6 +451,8 @@ impl fmt::Debug for FnToolBuilder {
             .field("output_schema", &self.output_schema)
             .field("deny_unknown_fields", &self.deny_unknown_fields)
             .field("deferred", &self.deferred)
+            .field("callers", &self.callers)
+            .field("replay", &self.replay)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
     }

@@ -7,6 +7,7 @@ extern crate self as pi_tool;
 
 mod annotations;
 mod call_limits;
+mod callers;
 mod content;
 mod context;
 mod defer;
@@ -15,8 +16,10 @@ mod execution;
 mod fn_tool;
 mod gate;
 mod limits;
+mod nested;
 mod pipeline;
 mod registry;
+mod replay;
 mod result;
 mod result_limit;
 mod run;
@@ -37,7 +40,10 @@ pub mod __private {
 }
 
 pub use annotations::ToolAnnotations;
-pub use call_limits::{CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_RESULT_BYTES};
+pub use call_limits::{
+    CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES,
+};
+pub use callers::{ToolCallers, code_only_message, model_only_message};
 pub use content::{Content, Cost, Usage};
 pub use context::{CallHost, CallSlot, SharedState, State, StateMap, ToolContext, UpdateSink};
 pub use defer::Deferred;
@@ -49,8 +55,10 @@ pub use limits::{
     ArgumentLimits, DEFAULT_MAX_ARGUMENT_BYTES, DEFAULT_MAX_ARGUMENT_DEPTH,
     MAX_SUPPORTED_ARGUMENT_DEPTH,
 };
-pub use pipeline::{ABORTED, ToolHost, run_tool_call};
+pub use nested::{BeforeCall, CallHooks, NestedCall, NestedHost};
+pub use pipeline::{ABORTED, ToolHost, run_nested_call, run_tool_call};
 pub use registry::{ToolRegistration, ToolRegistry};
+pub use replay::{Replay, outcome_unknown_message};
 pub use result::{IntoToolResult, Json, JsonWithoutSchema, ToolResult};
 pub use result_limit::fit_result;
 pub use run::{

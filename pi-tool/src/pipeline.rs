@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use futures_util::future::{Either, select};
 
+use crate::callers::{code_only_message, model_only_message};
+use crate::nested::{BeforeCall, CallHooks};
 use crate::{
     AgentTool, CallGate, CallLimits, ExecutionMode, PreparedArguments, ToolCall, ToolContext,
     ToolResult, execute_within, fit_result, prepare_call_within, tool_not_found_message,
@@ -63,11 +65,35 @@ pub async fn run_tool_call(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContex
     result
 }
 
+/// Runs a nested call (one a tool made with [`ToolContext::call_tool`]) through every stage of
+/// [`run_tool_call`], with `hooks` (if any) around its execution, and keeps a sequential tool's
+/// call apart from the other nested calls of the same parent (it runs inside its parent's own
+/// admission, so it is not kept apart from the host's other top-level calls: waiting for them
+/// would wait for the parent itself). A tool the model alone may call
+/// ([`ToolCallers::Model`](crate::ToolCallers::Model)) is refused.
+///
+/// What a [`NestedHost`](crate::NestedHost) runs: `parent` is the context of the call that made
+/// this one, `ctx` the nested call's own.
+pub async fn run_nested_call(
+    host: &dyn ToolHost,
+    hooks: Option<&dyn CallHooks>,
+    call: &ToolCall,
+    parent: &ToolContext,
+    ctx: ToolContext,
+) -> ToolResult {
+    let mut result = Box::pin(run_nested_unfitted(host, hooks, call, parent, ctx)).await;
+    fit_result(&mut result.content, host.limits().max_result_bytes);
+    result
+}
+
 /// Every stage of [`run_tool_call`] but the result-size limit.
 async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
     let Some(tool) = host.tool(&call.name) else {
         return ToolResult::error(tool_not_found_message(&call.name, host.tool_names()));
     };
+    if !tool.callers().allows_model() {
+        return ToolResult::error(code_only_message(&call.name));
+    }
     // A fresh context (`ToolContext::new`) cannot be aborted but by the tool: nothing to watch.
     let watched = ctx.may_be_aborted();
     if watched && ctx.is_aborted() {
@@ -80,14 +106,73 @@ async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) ->
     };
     if watched || host.gate().is_some() {
         // Boxed: what only a gate or an abort needs keeps the plain call's future small.
-        return Box::pin(run_gated(host, tool, call, arguments, ctx, watched)).await;
+        return Box::pin(run_gated(
+            host,
+            host.gate(),
+            tool,
+            call,
+            arguments,
+            ctx,
+            watched,
+        ))
+        .await;
     }
     execute_within(tool, &call.arguments, arguments, ctx, limits).await
+}
+
+/// The stages of a nested call but the result-size limit.
+async fn run_nested_unfitted(
+    host: &dyn ToolHost,
+    hooks: Option<&dyn CallHooks>,
+    call: &ToolCall,
+    parent: &ToolContext,
+    ctx: ToolContext,
+) -> ToolResult {
+    let Some(tool) = host.tool(&call.name) else {
+        return ToolResult::error(tool_not_found_message(&call.name, host.tool_names()));
+    };
+    if !tool.callers().allows_code() {
+        return ToolResult::error(model_only_message(&call.name));
+    }
+    if ctx.is_aborted() {
+        return ToolResult::error(ABORTED);
+    }
+    let limits = host.limits();
+    let mut arguments = match prepare_call_within(tool.as_ref(), &call.arguments, &limits.arguments)
+    {
+        Ok(arguments) => arguments,
+        Err(err) => return ToolResult::error(err.message()),
+    };
+    let Some(hooks) = hooks else {
+        let gate = Some(&parent.children().gate);
+        return run_gated(host, gate, tool, call, arguments, ctx, true).await;
+    };
+    match hooks
+        .before_call(call, arguments.get(&call.arguments), parent)
+        .await
+    {
+        BeforeCall::Run => {}
+        BeforeCall::RunWith(replaced) => arguments = PreparedArguments::replaced(replaced),
+        BeforeCall::Answer(result) => return result,
+    }
+    if ctx.is_aborted() {
+        return ToolResult::error(ABORTED);
+    }
+    let kept = hooks
+        .has_after_call()
+        .then(|| arguments.get(&call.arguments).clone());
+    let gate = Some(&parent.children().gate);
+    let result = run_gated(host, gate, tool, call, arguments, ctx, true).await;
+    match kept {
+        Some(arguments) => hooks.after_call(call, &arguments, result, parent).await,
+        None => result,
+    }
 }
 
 /// The stages after preparation for a call with a gate, or a signal to watch.
 async fn run_gated(
     host: &dyn ToolHost,
+    gate: Option<&CallGate>,
     tool: &Arc<dyn AgentTool>,
     call: &ToolCall,
     arguments: PreparedArguments,
@@ -95,7 +180,7 @@ async fn run_gated(
     watched: bool,
 ) -> ToolResult {
     let limits = host.limits();
-    let _admission = match host.gate() {
+    let _admission = match gate {
         Some(gate) => {
             let exclusive = tool.execution_mode() == Some(ExecutionMode::Sequential);
             match until_aborted(&ctx, gate.admit(exclusive)).await {

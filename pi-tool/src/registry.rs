@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use crate::suggest::did_you_mean;
 use crate::{
-    AgentTool, ArgumentLimits, CallGate, CallLimits, ExecutionMode, RegistryError, StateMap,
-    ToolCall, ToolContext, ToolHost, ToolResult, ToolSpec, run_tool_call,
+    AgentTool, ArgumentLimits, BoxFuture, CallGate, CallLimits, ExecutionMode, NestedHost,
+    RegistryError, StateMap, ToolCall, ToolContext, ToolHost, ToolResult, ToolSpec,
+    run_nested_call, run_tool_call,
 };
 
 /// One `#[tool]` definition, submitted to `inventory` by the macro.
@@ -105,6 +106,21 @@ impl ToolHost for Tools {
 
     fn gate(&self) -> Option<&CallGate> {
         self.any_sequential.then_some(&*self.gate)
+    }
+}
+
+impl NestedHost for Tools {
+    fn run_nested<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        parent: &'a ToolContext,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(run_nested_call(self, None, call, parent, ctx))
+    }
+
+    fn limits(&self) -> &CallLimits {
+        &self.limits
     }
 }
 
@@ -283,7 +299,14 @@ impl ToolRegistry {
     /// A context for one call, carrying this registry's state (add a signal or update sink with
     /// its `with_*` methods).
     pub fn context(&self, tool_call_id: &str) -> ToolContext {
-        ToolContext::with_id_and_state(tool_call_id, &self.inner.state)
+        let host: Arc<dyn NestedHost> = Arc::clone(&self.inner) as Arc<dyn NestedHost>;
+        ToolContext::with_id_state_and_host(tool_call_id, &self.inner.state, host)
+    }
+
+    /// The registry's pipeline for nested calls, to lend a context made by hand
+    /// ([`ToolContext::with_nested_host`]).
+    pub fn nested_host(&self) -> Arc<dyn NestedHost> {
+        Arc::clone(&self.inner) as Arc<dyn NestedHost>
     }
 
     /// Sets the [`ArgumentLimits`] [`run`](Self::run) checks (default
@@ -327,6 +350,11 @@ impl ToolRegistry {
         call: &'a ToolCall,
         ctx: ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
+        // Its nested calls run here too, unless the context came with a host of its own.
+        let ctx = match ctx.nested_host() {
+            Some(_) => ctx,
+            None => ctx.with_nested_host(self.nested_host()),
+        };
         run_tool_call(&*self.inner, call, ctx)
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::{
-    ArgumentValidator, ExecutionMode, ToolAnnotations, ToolContext, ToolError, ToolResult, ToolSpec,
+    ArgumentValidator, ExecutionMode, Replay, ToolAnnotations, ToolCallers, ToolContext, ToolError,
+    ToolResult, ToolSpec,
 };
 
 /// A boxed, sendable future: what [`AgentTool::execute`] returns.
@@ -74,6 +75,21 @@ pub trait AgentTool: Send + Sync + 'static {
     /// [`ToolRegistry::defer_all`](crate::ToolRegistry::defer_all) set it.
     fn deferred(&self) -> bool {
         false
+    }
+
+    /// Who may call the tool: the model directly, code (another tool's
+    /// [`call_tool`](ToolContext::call_tool), a `code` tool's script), or both (the default).
+    /// `#[tool(callers = "code")]` sets it.
+    fn callers(&self) -> ToolCallers {
+        ToolCallers::Both
+    }
+
+    /// What a durable host does with a call of this tool that was interrupted before its
+    /// outcome was recorded: run it again ([`Replay::Safe`]) or answer that its outcome is
+    /// unknown ([`Replay::Never`]). `None` (the default): run it again (at least once).
+    /// `#[tool(replay = "never")]` sets it.
+    fn replay(&self) -> Option<Replay> {
+        None
     }
 
     /// Hints for hosts about what the tool does (read-only, destructive, ...); `#[tool]` sets them

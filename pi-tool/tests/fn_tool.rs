@@ -401,6 +401,8 @@ struct Reading {
     timeout = "2s",
     blocking,
     defer,
+    callers = "model",
+    replay = "never",
     read_only,
     idempotent,
     open_world = false
@@ -432,6 +434,8 @@ async fn the_builder_says_everything_the_attribute_says() {
     .timeout(std::time::Duration::from_secs(2))
     .blocking()
     .deferred()
+    .callers(pi_tool::ToolCallers::Model)
+    .replay(pi_tool::Replay::Never)
     .annotations(
         pi_tool::ToolAnnotations::new()
             .read_only(true)
@@ -455,6 +459,10 @@ async fn the_builder_says_everything_the_attribute_says() {
     assert!(built.blocking());
     assert_eq!(built.deferred(), attribute.deferred());
     assert!(built.deferred());
+    assert_eq!(built.callers(), attribute.callers());
+    assert_eq!(built.callers(), pi_tool::ToolCallers::Model);
+    assert_eq!(built.replay(), attribute.replay());
+    assert_eq!(built.replay(), Some(pi_tool::Replay::Never));
     assert_eq!(built.annotations(), attribute.annotations());
     assert_eq!(built.output_schema(), attribute.output_schema());
     assert!(built.output_schema().is_some());

@@ -18,7 +18,7 @@ use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_on
 use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::Emitter;
-use super::host::BatchHost;
+use super::host::{BatchHost, NestedParts};
 use super::run::ABORTED;
 use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
@@ -27,7 +27,7 @@ use crate::message::{Message, StopReason};
 
 /// What a batch borrows from its run.
 pub(crate) struct BatchEnv<'a> {
-    pub(crate) tools: &'a ToolSet,
+    pub(crate) tools: &'a Arc<ToolSet>,
     pub(crate) config: &'a AgentLoopConfig,
     /// The bounds of each call (from `config`).
     pub(crate) limits: &'a CallLimits,
@@ -63,11 +63,24 @@ pub(crate) async fn execute_tool_calls(
     let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
         || env.config.after_tool_call.is_some())
     .then(|| env.transcript.into());
+    let host = BatchHost::for_message(
+        assistant,
+        env.emitter.shared(),
+        env.signal,
+        env.state,
+        NestedParts {
+            tools: Arc::clone(env.tools),
+            limits: *env.limits,
+            before: env.config.before_tool_call.clone(),
+            after: env.config.after_tool_call.clone(),
+            hook_messages: hook_messages.clone(),
+        },
+    );
     let batch = Batch {
         env,
         truncated,
         hook_messages,
-        host: BatchHost::for_message(assistant, env.emitter.shared(), env.signal, env.state),
+        host,
     };
 
     let sequential = env.config.tool_execution == ToolExecution::Sequential

@@ -10,21 +10,19 @@ use std::task::Poll;
 use futures_util::future::{Either, select};
 use pi_tool::{
     AgentTool, Deadline, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage,
-    execute_prepared, execute_within, fit_result, prepare_call_within, tool_not_found_message,
+    code_only_message, execute_prepared, execute_within, fit_result, prepare_call_within,
+    tool_not_found_message,
 };
 use tracing::Span;
 
 use super::batch::Batch;
 use super::clock::Instant;
 use super::context::ToolSet;
-use super::guard::guarded;
+use super::hooks;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, ToolResultMessage};
-
-/// The text of a blocked call without a reason.
-const BLOCKED: &str = "Tool execution was blocked";
 
 /// The error of a call the loop refuses because its message hit the output token limit.
 fn length_refusal(name: &str) -> String {
@@ -98,29 +96,12 @@ impl<'b> Batch<'_, 'b> {
                     .clone()
                     .unwrap_or_else(|| self.env.transcript.into()),
                 signal: self.env.signal.clone(),
+                parent_tool_call: None,
             };
-            match guarded(|| hook(ctx)).await {
-                Ok(Ok(decision)) => {
-                    if decision.block {
-                        let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
-                        return Preparation::Immediate(
-                            call,
-                            ToolResult::error(reason).with_terminate(decision.terminate),
-                        );
-                    }
-                    if let Some(replaced) = decision.args {
-                        args = PreparedArguments::replaced(replaced);
-                    }
-                }
-                Ok(Err(err)) => {
-                    return Preparation::Immediate(call, ToolResult::error(err.message()));
-                }
-                Err(panic) => {
-                    return Preparation::Immediate(
-                        call,
-                        ToolResult::error(format!("before_tool_call panicked: {panic}")),
-                    );
-                }
+            match hooks::before(hook, ctx).await {
+                hooks::Before::Run(Some(replaced)) => args = PreparedArguments::replaced(replaced),
+                hooks::Before::Run(None) => {}
+                hooks::Before::Refused(result) => return Preparation::Immediate(call, result),
             }
             if self.env.signal.is_cancelled() {
                 return Preparation::Immediate(call, ToolResult::error(ABORTED));
@@ -150,6 +131,10 @@ impl<'b> Batch<'_, 'b> {
             let missing = tool_not_found_message(call.name(), self.env.tools.names());
             return Preparation::Immediate(call, ToolResult::error(missing));
         };
+        if !tool.callers().allows_model() {
+            let refusal = ToolResult::error(code_only_message(call.name()));
+            return Preparation::Immediate(call, refusal);
+        }
         match prepare_call_within(tool.as_ref(), call.arguments(), &self.env.limits.arguments) {
             Ok(args) => Preparation::Ready(Prepared {
                 call,
@@ -277,12 +262,9 @@ impl<'b> Batch<'_, 'b> {
                 .clone()
                 .unwrap_or_else(|| self.env.transcript.into()),
             signal: self.env.signal.clone(),
+            parent_tool_call: None,
         };
-        match guarded(|| hook(hook_ctx)).await {
-            Ok(Ok(overrides)) => overrides.apply(&mut result),
-            Ok(Err(err)) => result = ToolResult::error(err.message()),
-            Err(panic) => result = ToolResult::error(format!("after_tool_call panicked: {panic}")),
-        }
+        hooks::after(hook, hook_ctx, &mut result).await;
         result
     }
 

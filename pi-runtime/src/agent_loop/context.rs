@@ -115,7 +115,9 @@ impl fmt::Debug for AgentContext {
 }
 
 /// The active tools of a run: the list, the specs the model sees, and a by-name index (first
-/// definition of a name wins, like pi's `tools.find`).
+/// definition of a name wins, like pi's `tools.find`). Shared with the batch's nested calls;
+/// copied only when a result activates a tool while a copy is held.
+#[derive(Clone)]
 pub(crate) struct ToolSet {
     tools: Vec<Arc<dyn AgentTool>>,
     specs: Vec<ToolSpec>,

@@ -13,6 +13,10 @@
 //! A transcript rewritten by compaction loses the loads whose messages it drops, as the model
 //! loses the search results themselves.
 //!
+//! A tool only code may call ([`ToolCallers::Code`](pi_tool::ToolCallers::Code)) is in the tool
+//! set too (tools' nested calls and the `code` tool's scripts reach it) but never in a request,
+//! loaded or not, and `tool_search` does not find it.
+//!
 //! **Order keeps the prompt cache.** The request's tool list only grows at its end: the
 //! non-deferred tools in the context's order, then `tool_search`, then each tool in the order it
 //! was loaded (or activated by a result's `added_tool_names`). A resumed run derives the same
@@ -43,12 +47,15 @@ impl Deferral {
     /// calls this when its tools are set, so its runs find `tool_search` in place and build
     /// nothing; a direct `agent_loop` call over deferred tools builds it for that run.
     pub(crate) fn add_search(tools: &mut Vec<Arc<dyn AgentTool>>) -> bool {
-        if !tools.iter().any(|t| t.deferred()) {
+        if !tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
             return false;
         }
         if !tools.iter().any(|t| t.spec().name == TOOL_SEARCH_NAME) {
-            let deferred: Vec<Arc<dyn AgentTool>> =
-                tools.iter().filter(|t| t.deferred()).cloned().collect();
+            let deferred: Vec<Arc<dyn AgentTool>> = tools
+                .iter()
+                .filter(|t| t.deferred() && offered(t.as_ref()))
+                .cloned()
+                .collect();
             tools.push(Arc::new(ToolSearch::new(&deferred)));
         }
         true
@@ -63,6 +70,9 @@ impl Deferral {
             specs: Vec::new(),
         };
         for tool in tools.tools() {
+            if !offered(tool.as_ref()) {
+                continue;
+            }
             if tool.deferred() {
                 deferral.deferred.insert(tool.spec().name.clone());
             } else {
@@ -103,6 +113,9 @@ impl Deferral {
     /// A tool a result's `added_tool_names` brought into the tool set: sent from now on,
     /// deferred or not (the result asked for it by name).
     pub(crate) fn activated(&mut self, tool: &dyn AgentTool) {
+        if !offered(tool) {
+            return;
+        }
         if tool.deferred() {
             self.deferred.insert(tool.spec().name.clone());
         }
@@ -123,6 +136,18 @@ impl Deferral {
             self.specs.push(spec.clone());
         }
     }
+}
+
+/// Whether the model is offered `tool` at all: not when only code may call it
+/// ([`ToolCallers::Code`](pi_tool::ToolCallers::Code)).
+pub(crate) fn offered(tool: &dyn AgentTool) -> bool {
+    tool.callers().allows_model()
+}
+
+/// Whether a run over `tools` needs a request-side view of them: some are deferred, or some are
+/// not offered to the model.
+pub(crate) fn needs_view(tools: &[Arc<dyn AgentTool>]) -> bool {
+    tools.iter().any(|t| t.deferred() || !offered(t.as_ref()))
 }
 
 #[cfg(test)]

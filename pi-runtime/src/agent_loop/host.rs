@@ -2,11 +2,12 @@
 //! partial results, lends them the run's signal and state and keeps each call's [`CallSlot`],
 //! so a call's context allocates nothing: no id copy, no update closure, no clones.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use pi_tool::{CallHost, CallSlot, CancellationToken, StateMap, ToolResult};
+use pi_tool::{CallHost, CallSlot, CancellationToken, NestedHost, StateMap, ToolResult};
 
 use super::emitter::Shared;
+use super::nested::LoopNested;
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{AssistantContent, Message};
 
@@ -19,6 +20,20 @@ pub(super) struct BatchHost {
     /// One per content block of the message (only the tool calls' are used): allocated once for
     /// the whole batch.
     slots: Box<[CallSlot]>,
+    /// What the calls' nested calls need, taken (reference counts only) when the batch starts.
+    nested_parts: NestedParts,
+    /// The pipeline of the calls' nested calls, made on the first one.
+    nested: OnceLock<Arc<dyn NestedHost>>,
+}
+
+/// What a batch's nested calls run with: the run's tools, limits and hooks, and the
+/// transcript the hooks see.
+pub(super) struct NestedParts {
+    pub(super) tools: Arc<super::context::ToolSet>,
+    pub(super) limits: pi_tool::CallLimits,
+    pub(super) before: Option<crate::config::BeforeToolCallHook>,
+    pub(super) after: Option<crate::config::AfterToolCallHook>,
+    pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
 }
 
 impl BatchHost {
@@ -28,6 +43,7 @@ impl BatchHost {
         shared: &Arc<Shared>,
         signal: &CancellationToken,
         state: &StateMap,
+        nested_parts: NestedParts,
     ) -> Arc<dyn CallHost> {
         let blocks = message.as_assistant().map_or(0, |m| m.content.len());
         Arc::new(BatchHost {
@@ -36,6 +52,8 @@ impl BatchHost {
             shared: Arc::clone(shared),
             signal: signal.clone(),
             state: state.clone(),
+            nested_parts,
+            nested: OnceLock::new(),
         })
     }
 }
@@ -63,6 +81,21 @@ impl CallHost for BatchHost {
 
     fn call_slot(&self, call: usize) -> Option<&CallSlot> {
         self.slots.get(call)
+    }
+
+    fn nested_host(&self) -> Option<&Arc<dyn NestedHost>> {
+        Some(self.nested.get_or_init(|| {
+            let parts = &self.nested_parts;
+            Arc::new(LoopNested {
+                tools: Arc::clone(&parts.tools),
+                limits: parts.limits,
+                before: parts.before.clone(),
+                after: parts.after.clone(),
+                message: Arc::clone(&self.message),
+                hook_messages: parts.hook_messages.clone(),
+                signal: self.signal.clone(),
+            })
+        }))
     }
 
     fn update(&self, call: usize, partial: ToolResult) {

@@ -27,7 +27,7 @@ pub(crate) struct Run {
     pub(crate) system_prompt: String,
     pub(crate) transcript: Vec<Arc<Message>>,
     pub(crate) new_messages: Vec<Arc<Message>>,
-    pub(crate) tools: ToolSet,
+    pub(crate) tools: Arc<ToolSet>,
     /// Which schemas requests carry when some tools are deferred (`None`: all of them).
     pub(crate) deferral: Option<Deferral>,
     pub(crate) available: ToolRegistry,
@@ -196,10 +196,14 @@ impl Run {
             }
             match self.available.get(name) {
                 Some(tool) => {
+                    if self.deferral.is_none() && !super::deferred::offered(tool.as_ref()) {
+                        // The first tool the model is not offered: requests need a view now.
+                        self.deferral = Some(Deferral::new(&self.tools, &self.transcript));
+                    }
                     if let Some(deferral) = &mut self.deferral {
                         deferral.activated(tool.as_ref());
                     }
-                    self.tools.activate(tool);
+                    Arc::make_mut(&mut self.tools).activate(tool);
                 }
                 None => tracing::warn!(
                     "a tool result added the tool `{name}`, but no available tool has that name"

@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-mod caller;
 mod declarations;
 mod engine;
 mod limits;

@@ -1,8 +1,9 @@
 //! The host side of one `code` call: starts the engine, runs the calls it asks for (all at once,
-//! each through the nested pipeline), forwards their updates as the call's progress, and turns
+//! each a nested call, [`ToolContext::call_tool`], through the host's own pipeline), forwards their updates as the call's progress, and turns
 //! the outcome into the result the model sees.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -14,7 +15,6 @@ use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::CodeLimits;
-use crate::caller::NestedCaller;
 use crate::engine::{self, Call, Job, Outcome, ToHost, ToScript};
 
 /// Runs `script` to its result. Calls still running when the script returns are dropped, which
@@ -24,7 +24,6 @@ pub(crate) async fn run(
     script: String,
     tools: Arc<BTreeMap<String, bool>>,
     limits: CodeLimits,
-    caller: Arc<dyn NestedCaller>,
     ctx: ToolContext,
 ) -> ToolResult {
     let (to_host, mut requests) = unbounded_channel();
@@ -55,7 +54,7 @@ pub(crate) async fn run(
                 Some(ToHost::Calls(calls)) => {
                     for Call { id, name, arguments } in calls {
                         let updates = progress(&ctx, &name, id);
-                        let call = caller.call(&ctx, format!("{}/{id}", ctx.tool_call_id()), name, arguments, updates);
+                        let call = ctx.call_tool(name, arguments).on_update(updates).into_future();
                         running.push(async move { (id, call.await) });
                     }
                 }

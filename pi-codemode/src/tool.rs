@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, BoxFuture, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec};
+use pi_tool::{
+    AgentTool, BoxFuture, ToolCallers, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec,
+};
 use serde_json::{Value, json};
 
-use crate::caller::{NestedCaller, RegistryCaller};
 use crate::declarations::{Declared, declarations};
 use crate::{CodeLimits, session};
 
@@ -22,15 +23,17 @@ pub struct CodeTool {
     /// Callable tools: name, and whether the result is structured (an output schema).
     tools: Arc<BTreeMap<String, bool>>,
     limits: CodeLimits,
-    caller: Arc<dyn NestedCaller>,
 }
 
 impl CodeTool {
-    /// A code tool that may call every tool of `registry` (except another `code` tool).
+    /// A code tool that may call the tools of `registry` whose [`callers`](AgentTool::callers)
+    /// allow code (never another `code` tool). Its calls are nested calls
+    /// ([`ToolContext::call_tool`]): they run in the pipeline of whatever host runs the `code`
+    /// call, so that host must hold these tools too (register the code tool beside them).
     pub fn new(registry: &ToolRegistry) -> Self {
         let offered: Vec<&Arc<dyn AgentTool>> = registry
             .tools()
-            .filter(|tool| tool.spec().name != CODE_TOOL_NAME)
+            .filter(|tool| tool.spec().name != CODE_TOOL_NAME && tool.callers().allows_code())
             .collect();
         let mut declared: Vec<Declared<'_>> = offered
             .iter()
@@ -65,7 +68,6 @@ impl CodeTool {
             },
             tools: Arc::new(tools),
             limits: CodeLimits::default(),
-            caller: Arc::new(RegistryCaller(registry.clone())),
         }
     }
 
@@ -98,6 +100,11 @@ impl AgentTool for CodeTool {
         "Code"
     }
 
+    /// Only the model: a script never starts another script.
+    fn callers(&self) -> ToolCallers {
+        ToolCallers::Model
+    }
+
     fn execute(
         &self,
         args: Value,
@@ -105,12 +112,11 @@ impl AgentTool for CodeTool {
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
         let tools = Arc::clone(&self.tools);
         let limits = self.limits.clone();
-        let caller = Arc::clone(&self.caller);
         Box::pin(async move {
             let Some(script) = args.get("script").and_then(Value::as_str) else {
                 return Err(ToolError::new("`script` must be a string"));
             };
-            Ok(session::run(script.to_owned(), tools, limits, caller, ctx).await)
+            Ok(session::run(script.to_owned(), tools, limits, ctx).await)
         })
     }
 }

@@ -104,3 +104,39 @@ async fn promise_all_runs_calls_in_parallel() {
         "{result:?}"
     );
 }
+
+#[tokio::test]
+async fn sequential_tools_keep_their_rule() {
+    // A sequential tool's calls never overlap, even from `Promise.all`.
+    let running = Arc::new(AtomicUsize::new(0));
+    let overlapped = Arc::new(AtomicUsize::new(0));
+    let (r, o) = (Arc::clone(&running), Arc::clone(&overlapped));
+    let tools = ToolRegistry::new().with(
+        FnTool::builder(
+            "one_at_a_time",
+            "Never runs twice at once.",
+            json!({"type": "object"}),
+        )
+        .sequential()
+        .build(move |_: Value, _| {
+            let (running, overlapped) = (Arc::clone(&r), Arc::clone(&o));
+            async move {
+                if running.fetch_add(1, Ordering::SeqCst) > 0 {
+                    overlapped.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::task::yield_now().await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                "done"
+            }
+        })
+        .unwrap(),
+    );
+    let tools = tools.clone().with(CodeTool::new(&tools));
+    let script =
+        "return (await Promise.all([1, 2, 3, 4].map(() => tools.one_at_a_time()))).length;";
+    let result = tools
+        .run(&ToolCall::new("c1", "code", json!({ "script": script })))
+        .await;
+    assert_eq!(result.text_content(), "4", "{result:?}");
+    assert_eq!(overlapped.load(Ordering::SeqCst), 0);
+}

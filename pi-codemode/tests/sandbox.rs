@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pi_codemode::{CodeLimits, CodeTool};
-use pi_tool::{CancellationToken, FnTool, ToolCall, ToolContext, ToolRegistry, ToolResult};
+use pi_tool::{
+    CancellationToken, FnTool, ToolCall, ToolCallers, ToolContext, ToolRegistry, ToolResult,
+};
 use serde_json::{Value, json};
 
 /// Counts of what the host tools saw.
@@ -29,7 +31,8 @@ fn object() -> Value {
     json!({"type": "object"})
 }
 
-/// The tools scripts may call, and a `secret` tool the host has that the code tool does not offer.
+/// The tools scripts may call, a model-only `secret` tool the code tool does not offer, and a
+/// code-only `internal` tool.
 fn host(seen: &Arc<Seen>, limits: CodeLimits) -> ToolRegistry {
     let callable = ToolRegistry::new()
         .with(
@@ -78,19 +81,28 @@ fn host(seen: &Arc<Seen>, limits: CodeLimits) -> ToolRegistry {
                 })
                 .unwrap(),
         );
-    let code = CodeTool::new(&callable).with_limits(limits);
     let seen = Arc::clone(seen);
-    callable.with(code).with(
-        FnTool::builder("secret", "Not for scripts.", object())
-            .build(move |_: Value, _| {
-                let seen = Arc::clone(&seen);
-                async move {
-                    seen.secret.fetch_add(1, Ordering::SeqCst);
-                    "the secret"
-                }
-            })
-            .unwrap(),
-    )
+    let tools = callable
+        .with(
+            FnTool::builder("secret", "Not for scripts.", object())
+                .callers(ToolCallers::Model)
+                .build(move |_: Value, _| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        seen.secret.fetch_add(1, Ordering::SeqCst);
+                        "the secret"
+                    }
+                })
+                .unwrap(),
+        )
+        .with(
+            FnTool::builder("internal", "Only for scripts.", object())
+                .callers(ToolCallers::Code)
+                .build(|_: Value, _| async { "internal answer" })
+                .unwrap(),
+        );
+    let code = CodeTool::new(&tools).with_limits(limits);
+    tools.with(code)
 }
 
 async fn run_with(script: &str, limits: CodeLimits) -> (ToolResult, Arc<Seen>) {
@@ -338,6 +350,9 @@ async fn a_tool_the_script_may_not_call_is_not_there() {
     let tools = host(&seen, CodeLimits::default());
     let code = tools.get("code").unwrap();
     assert!(!code.spec().description.contains("secret"));
+    assert!(code.spec().description.contains("internal(args"));
+    let (result, _) = run("return await tools.internal({});").await;
+    assert_eq!(result.text_content(), "\"internal answer\"", "{result:?}");
     let (result, seen) = run("return await tools.secret({});").await;
     assert_error(&result, "line 1: TypeError");
     let (result, _) = run("return await tools['code']({script: 'return 1'});").await;

@@ -49,6 +49,17 @@ fn tools() -> ToolRegistry {
             FnTool::builder("noop", "Does nothing.", json!({"type": "object"}))
                 .build(|_: Value, _| async { "ok" })
                 .unwrap(),
+        )
+        .with(
+            FnTool::builder("noop_500", "Calls noop 500 times from Rust.", json!({"type": "object"}))
+                .callers(pi_tool::ToolCallers::Model)
+                .build(|_: Value, ctx: pi_tool::ToolContext| async move {
+                    for _ in 0..NESTED {
+                        assert!(!ctx.call_tool("noop", json!({})).await.is_error);
+                    }
+                    "ok"
+                })
+                .unwrap(),
         );
     tools.clone().with(CodeTool::new(&tools))
 }
@@ -227,6 +238,9 @@ fn main() {
         })
         .await;
         println!("direct ToolRegistry::run_with, a parent signal and an update sink: {direct_ctx:.2?}");
+        let rust_call = ToolCall::new("r", "noop_500", json!({}));
+        let from_rust = time(runs, || tools.run(&rust_call)).await / NESTED;
+        println!("a nested call from a Rust tool (ctx.call_tool, 500 in turn): {from_rust:.2?}");
         let nested = with_calls.saturating_sub(startup) / NESTED;
         println!("\nengine start-up per code call (`return 1;`, thread, runtime, context, bridge): {startup:.2?}");
         println!(

@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pi_codemode::CodeTool;
-use pi_runtime::{Agent, AssistantContent, AssistantMessage, ScriptedModel, StopReason};
+use pi_runtime::{
+    Agent, AgentLoopConfig, AssistantContent, AssistantMessage, BeforeToolCall, ScriptedModel,
+    StopReason,
+};
 use pi_tool::{FnTool, ToolCall, ToolRegistry};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
@@ -139,4 +142,68 @@ async fn sequential_tools_keep_their_rule() {
         .await;
     assert_eq!(result.text_content(), "4", "{result:?}");
     assert_eq!(overlapped.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn the_loops_hooks_see_the_scripts_calls_with_the_code_call_as_parent() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let tools = cities(&calls);
+    let tools = tools.clone().with(CodeTool::new(&tools));
+    let parents = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&parents);
+    let config = AgentLoopConfig::new().before_tool_call(move |ctx| {
+        let parent = ctx.parent_tool_call.as_ref().map(|call| call.id.clone());
+        seen.lock()
+            .unwrap()
+            .push((ctx.tool_call.name.clone(), parent));
+        let blocked = ctx.tool_call.name == "city_3";
+        async move {
+            Ok(if blocked {
+                BeforeToolCall::block("city 3 is off limits")
+            } else {
+                BeforeToolCall::allow()
+            })
+        }
+    });
+    let script = "const results = await Promise.allSettled([tools.city_2({}), tools.city_3({})]);
+return results.map(r => r.status === 'fulfilled' ? r.value.temp : r.reason.message);";
+    let model = Arc::new(ScriptedModel::new([
+        AssistantMessage::new(
+            vec![AssistantContent::tool_call(
+                "k1",
+                "code",
+                json!({ "script": script }),
+            )],
+            StopReason::ToolUse,
+        ),
+        AssistantMessage::new(vec![AssistantContent::text("done")], StopReason::Stop),
+    ]));
+    let agent = Agent::new(model.clone())
+        .with_tools(tools)
+        .with_config(config);
+    agent.prompt("go").await.unwrap();
+
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the blocked call must not run"
+    );
+    let mut parents = parents.lock().unwrap().clone();
+    parents.sort();
+    assert_eq!(
+        parents,
+        [
+            ("city_2".to_owned(), Some("k1".to_owned())),
+            ("city_3".to_owned(), Some("k1".to_owned())),
+            ("code".to_owned(), None),
+        ]
+    );
+    let result = model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .as_tool_result()
+        .unwrap()
+        .text();
+    assert_eq!(result, "[12,\"city_3: city 3 is off limits\"]");
 }

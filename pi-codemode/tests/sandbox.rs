@@ -409,3 +409,34 @@ async fn an_abort_mid_script_stops_it_at_once() {
         assert_eq!(seen.slow_finished.load(Ordering::SeqCst), 0);
     }
 }
+
+#[tokio::test]
+async fn the_call_cap_rejects_calls_past_it() {
+    let (result, _) = run_with(
+        "return await Promise.all([1, 2, 3, 4].map(() => tools.echo({})));",
+        CodeLimits::default().max_calls(3),
+    )
+    .await;
+    assert_error(&result, "echo: the script made more than 3 tool calls");
+}
+
+#[test]
+fn the_description_does_not_depend_on_registration_order() {
+    let tool = |name: &str| {
+        FnTool::builder(name, "A tool.", object())
+            .build(|_: Value, _| async { "ok" })
+            .unwrap()
+    };
+    let one = ToolRegistry::new()
+        .with(tool("b"))
+        .with(tool("a"))
+        .with(tool("c"));
+    let two = ToolRegistry::new()
+        .with(tool("c"))
+        .with(tool("a"))
+        .with(tool("b"));
+    let (one, two) = (CodeTool::new(&one), CodeTool::new(&two));
+    use pi_tool::AgentTool;
+    assert_eq!(one.spec().description, two.spec().description);
+    assert_eq!(one.callable().collect::<Vec<_>>(), ["a", "b", "c"]);
+}

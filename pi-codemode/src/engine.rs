@@ -1,0 +1,550 @@
+//! The sandboxed engine: one QuickJS runtime on a thread of its own per `code` call. The script
+//! runs as the body of an async function; `tools.<name>(args)` sends a call to the host side
+//! ([`crate::session`]) and returns a promise that the host's answer settles.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::Instant;
+
+use pi_tool::{Content, ToolResult};
+use rquickjs::context::EvalOptions;
+use rquickjs::function::{Opt, Rest};
+use rquickjs::promise::PromiseState;
+use rquickjs::{
+    Coerced, Context, Ctx, Exception, FromJs, Function, Object, Persistent, Promise, Runtime, Value,
+};
+use serde_json::Value as Json;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::CodeLimits;
+
+/// The native stack of the engine's thread: room above QuickJS's own stack cap.
+const THREAD_STACK: usize = 16 << 20;
+/// The name errors and stack traces give the script.
+const SCRIPT_NAME: &str = "script.js";
+
+/// What the engine asks of the host.
+pub(crate) enum ToHost {
+    /// Run these tool calls: all the calls the script made since it last waited (one wake-up
+    /// of the host for a whole fan-out).
+    Calls(Vec<Call>),
+    /// The script is over.
+    Done(Outcome),
+}
+
+/// One tool call the script made.
+pub(crate) struct Call {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) arguments: Json,
+}
+
+/// What the host tells the engine.
+pub(crate) enum ToScript {
+    /// A call's result.
+    Result { id: u64, result: ToolResult },
+}
+
+/// How a run ended.
+pub(crate) struct Outcome {
+    /// The return value as JSON, or why there is none (for the model).
+    pub(crate) value: Result<Json, String>,
+    pub(crate) console: String,
+    pub(crate) images: Vec<Content>,
+    /// The tools whose calls were still running when the script returned.
+    pub(crate) unfinished: Vec<String>,
+    pub(crate) calls: usize,
+}
+
+/// One script and what it may call: tool name, and whether its result is structured.
+pub(crate) struct Job {
+    pub(crate) script: String,
+    pub(crate) tools: Arc<BTreeMap<String, bool>>,
+    pub(crate) limits: CodeLimits,
+    pub(crate) to_host: UnboundedSender<ToHost>,
+    pub(crate) from_host: Receiver<ToScript>,
+    /// Set by the host on abort: the interrupt handler stops the script at once.
+    pub(crate) abort: Arc<AtomicBool>,
+}
+
+/// Why the interrupt handler stopped the script.
+const RUNNING: u8 = 0;
+const TIMED_OUT: u8 = 1;
+const ABORTED: u8 = 2;
+
+/// Starts the engine thread. It sends [`ToHost::Done`] when the script is over; if it dies
+/// without, its sender drops and the host sees the channel close.
+pub(crate) fn spawn(job: Job) -> std::io::Result<()> {
+    thread::Builder::new()
+        .name("pi-codemode".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || {
+            let to_host = job.to_host.clone();
+            let outcome = run(job);
+            let _ = to_host.send(ToHost::Done(outcome));
+        })
+        .map(drop)
+}
+
+/// What the bridge functions share with the driver loop.
+struct Bridge {
+    pending: HashMap<u64, Pending>,
+    /// Calls made and not yet sent to the host.
+    outbox: Vec<Call>,
+    next_id: u64,
+    calls: usize,
+    console: String,
+    console_cut: bool,
+    images: Vec<Content>,
+}
+
+struct Pending {
+    name: String,
+    resolve: Persistent<Function<'static>>,
+    reject: Persistent<Function<'static>>,
+}
+
+fn fail(message: impl Into<String>) -> Outcome {
+    Outcome {
+        value: Err(message.into()),
+        console: String::new(),
+        images: Vec::new(),
+        unfinished: Vec::new(),
+        calls: 0,
+    }
+}
+
+fn run(job: Job) -> Outcome {
+    let started = Instant::now();
+    let deadline = started + job.limits.time;
+    let Ok(runtime) = Runtime::new() else {
+        return fail("the code engine could not start");
+    };
+    runtime.set_memory_limit(job.limits.memory_bytes);
+    runtime.set_max_stack_size(job.limits.stack_bytes);
+    let stop = Arc::new(AtomicU8::new(RUNNING));
+    {
+        let stop = Arc::clone(&stop);
+        let abort = Arc::clone(&job.abort);
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            if abort.load(Ordering::Relaxed) {
+                stop.store(ABORTED, Ordering::Relaxed);
+            } else if Instant::now() >= deadline {
+                stop.store(TIMED_OUT, Ordering::Relaxed);
+            }
+            stop.load(Ordering::Relaxed) != RUNNING
+        })));
+    }
+    let Ok(context) = Context::full(&runtime) else {
+        return fail("the code engine could not start");
+    };
+    let bridge = Rc::new(RefCell::new(Bridge {
+        pending: HashMap::new(),
+        outbox: Vec::new(),
+        next_id: 0,
+        calls: 0,
+        console: String::new(),
+        console_cut: false,
+        images: Vec::new(),
+    }));
+    let value = context.with(|ctx| {
+        let driver = Driver {
+            ctx: ctx.clone(),
+            job: &job,
+            bridge: &bridge,
+            stop: &stop,
+            deadline,
+        };
+        driver.drive()
+    });
+    let mut bridge = bridge.borrow_mut();
+    let mut unfinished: Vec<String> = bridge.pending.drain().map(|(_, p)| p.name).collect();
+    unfinished.sort();
+    if bridge.console_cut {
+        bridge.console.push_str("\n[console output cut]");
+    }
+    Outcome {
+        value,
+        console: std::mem::take(&mut bridge.console),
+        images: std::mem::take(&mut bridge.images),
+        unfinished,
+        calls: bridge.calls,
+    }
+}
+
+struct Driver<'a, 'js> {
+    ctx: Ctx<'js>,
+    job: &'a Job,
+    bridge: &'a Rc<RefCell<Bridge>>,
+    stop: &'a AtomicU8,
+    deadline: Instant,
+}
+
+impl<'js> Driver<'_, 'js> {
+    fn drive(&self) -> Result<Json, String> {
+        let ctx = &self.ctx;
+        self.install().map_err(|err| self.describe(err))?;
+        // The script is the body of an async function; its first line stays line 1.
+        let wrapped = format!("(async () => {{ 'use strict'; {}\n}})()", self.job.script);
+        let mut options = EvalOptions::default();
+        options.global = true;
+        options.strict = true;
+        options.backtrace_barrier = true;
+        options.filename = Some(SCRIPT_NAME.into());
+        let promise: Promise<'js> = ctx
+            .eval_with_options(wrapped, options)
+            .map_err(|err| self.describe(err))?;
+        loop {
+            while ctx.execute_pending_job() {}
+            self.stopped()?;
+            match promise.state() {
+                PromiseState::Resolved => {
+                    let value: Value<'js> = promise
+                        .result()
+                        .unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone())))
+                        .map_err(|err| self.describe(err))?;
+                    return self.to_json(value);
+                }
+                PromiseState::Rejected => {
+                    let err = match promise.result::<Value<'js>>() {
+                        Some(Err(err)) => err,
+                        _ => rquickjs::Error::Exception,
+                    };
+                    return Err(self.describe(err));
+                }
+                PromiseState::Pending => {
+                    let calls = std::mem::take(&mut self.bridge.borrow_mut().outbox);
+                    if !calls.is_empty() {
+                        let _ = self.job.to_host.send(ToHost::Calls(calls));
+                    }
+                    self.wait()?;
+                }
+            }
+        }
+    }
+
+    /// The time cap or an abort, once the interrupt handler (or a wait) has seen it.
+    fn stopped(&self) -> Result<(), String> {
+        if self.job.abort.load(Ordering::Relaxed) {
+            self.stop.store(ABORTED, Ordering::Relaxed);
+        }
+        match self.stop.load(Ordering::Relaxed) {
+            TIMED_OUT => Err(format!(
+                "the script ran past its time cap ({} s) and was stopped",
+                self.job.limits.time.as_secs_f64()
+            )),
+            ABORTED => Err("the code call was aborted".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits for the next tool result and settles its promise.
+    fn wait(&self) -> Result<(), String> {
+        if self.bridge.borrow().pending.is_empty() {
+            return Err(
+                "the script awaits a promise that can never settle (no tool call is running)"
+                    .into(),
+            );
+        }
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let message = match self.job.from_host.recv_timeout(left) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => {
+                self.stop.store(TIMED_OUT, Ordering::Relaxed);
+                return self.stopped();
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                self.stop.store(ABORTED, Ordering::Relaxed);
+                return self.stopped();
+            }
+        };
+        // Settle every result that is already there before running the script again.
+        let mut next = Some(message);
+        while let Some(ToScript::Result { id, result }) = next {
+            let pending = self.bridge.borrow_mut().pending.remove(&id);
+            if let Some(pending) = pending {
+                self.settle(pending, result)
+                    .map_err(|err| self.describe(err))?;
+            }
+            next = self.job.from_host.try_recv().ok();
+        }
+        Ok(())
+    }
+
+    fn settle(&self, pending: Pending, result: ToolResult) -> rquickjs::Result<()> {
+        let ctx = &self.ctx;
+        if result.is_error {
+            let text = result.text_content();
+            let err = Exception::from_message(ctx.clone(), &format!("{}: {text}", pending.name))?;
+            err.set("tool", pending.name.as_str())?;
+            let reject = pending.reject.restore(ctx)?;
+            return reject.call((err,));
+        }
+        let structured = self.job.tools.get(&pending.name).copied().unwrap_or(false);
+        let value = if structured {
+            let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
+            ctx.json_parse(text)?
+        } else {
+            rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
+        };
+        pending.resolve.restore(ctx)?.call((value,))
+    }
+
+    /// A value as JSON through the engine's own (native) `JSON.stringify`.
+    fn to_json(&self, value: Value<'js>) -> Result<Json, String> {
+        let text = match self.ctx.json_stringify(value) {
+            Ok(Some(text)) => text.to_string().map_err(|err| self.describe(err))?,
+            Ok(None) => return Ok(Json::Null),
+            Err(err) => {
+                return Err(format!(
+                    "the script's return value is not JSON: {}",
+                    self.describe(err)
+                ));
+            }
+        };
+        serde_json::from_str(&text)
+            .map_err(|err| format!("the script's return value is not JSON: {err}"))
+    }
+
+    /// The pending exception (or an engine error) as text for the model, with the script's line.
+    fn describe(&self, err: rquickjs::Error) -> String {
+        if let Err(stopped) = self.stopped() {
+            return stopped;
+        }
+        if !matches!(err, rquickjs::Error::Exception) {
+            return format!("the code engine failed: {err}");
+        }
+        let thrown = self.ctx.catch();
+        describe_thrown(&self.ctx, thrown, self.job.limits.memory_bytes)
+    }
+
+    /// Puts `tools`, `console` and `attachImage` in place and locks the bridge down.
+    fn install(&self) -> rquickjs::Result<()> {
+        let ctx = &self.ctx;
+        let tools = Object::new(ctx.clone())?;
+        tools.set_prototype(None)?;
+        for name in self.job.tools.keys() {
+            tools.set(name.as_str(), self.tool_function(name)?)?;
+        }
+        let console = Object::new(ctx.clone())?;
+        for (method, prefix) in [
+            ("log", ""),
+            ("info", ""),
+            ("debug", ""),
+            ("warn", "[warn] "),
+            ("error", "[error] "),
+        ] {
+            console.set(method, self.console_function(prefix)?)?;
+        }
+        let attach = self.attach_function()?;
+        let lockdown: Function<'js> = ctx.eval(LOCKDOWN)?;
+        lockdown.call((tools, console, attach))
+    }
+
+    fn tool_function(&self, name: &str) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let max_calls = self.job.limits.max_calls;
+        let tool = name.to_owned();
+        let function = Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, arguments: Opt<Value<'js>>| -> rquickjs::Result<Promise<'js>> {
+                let (promise, resolve, reject) = ctx.promise()?;
+                let mut state = bridge.borrow_mut();
+                if state.calls >= max_calls {
+                    drop(state);
+                    let err = Exception::from_message(
+                        ctx.clone(),
+                        &format!("{tool}: the script made more than {max_calls} tool calls"),
+                    )?;
+                    reject.call::<_, ()>((err,))?;
+                    return Ok(promise);
+                }
+                let arguments = match arguments.0 {
+                    None => Json::Object(Default::default()),
+                    Some(value) if value.is_undefined() => Json::Object(Default::default()),
+                    Some(value) => {
+                        let text = ctx
+                            .json_stringify(value)?
+                            .map(|text| text.to_string())
+                            .transpose()?
+                            .unwrap_or_else(|| "{}".into());
+                        serde_json::from_str(&text).unwrap_or(Json::Null)
+                    }
+                };
+                let id = state.next_id;
+                state.next_id += 1;
+                state.calls += 1;
+                state.pending.insert(
+                    id,
+                    Pending {
+                        name: tool.clone(),
+                        resolve: Persistent::save(&ctx, resolve),
+                        reject: Persistent::save(&ctx, reject),
+                    },
+                );
+                state.outbox.push(Call {
+                    id,
+                    name: tool.clone(),
+                    arguments,
+                });
+                Ok(promise)
+            },
+        )?;
+        function.set_name(name)?;
+        Ok(function)
+    }
+
+    fn console_function(&self, prefix: &'static str) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let cap = self.job.limits.console_bytes;
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, values: Rest<Value<'js>>| -> rquickjs::Result<()> {
+                let mut line = String::from(prefix);
+                for (i, value) in values.0.into_iter().enumerate() {
+                    if i > 0 {
+                        line.push(' ');
+                    }
+                    line.push_str(&console_text(&ctx, value));
+                }
+                let mut state = bridge.borrow_mut();
+                if state.console_cut {
+                    return Ok(());
+                }
+                if !state.console.is_empty() {
+                    line.insert(0, '\n');
+                }
+                let room = cap.saturating_sub(state.console.len());
+                if line.len() > room {
+                    let mut end = room;
+                    while !line.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    line.truncate(end);
+                    state.console_cut = true;
+                }
+                state.console.push_str(&line);
+                Ok(())
+            },
+        )
+    }
+
+    fn attach_function(&self) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let max = self.job.limits.max_images;
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, data: String, mime_type: String| -> rquickjs::Result<()> {
+                if !mime_type.starts_with("image/") || data.is_empty() {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        "attachImage(data, mimeType): data is base64 and mimeType an image type such as \"image/png\"",
+                    ));
+                }
+                let mut state = bridge.borrow_mut();
+                if state.images.len() >= max {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        &format!("a script may attach at most {max} images"),
+                    ));
+                }
+                state.images.push(Content::image(data, mime_type));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// Runs once on a fresh realm, before the script: freezes the bridge, makes its globals
+/// read-only, and removes code generation from strings (`eval`, the `Function` constructors).
+const LOCKDOWN: &str = r#"(function (tools, console, attachImage) {
+  'use strict';
+  const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+  for (const name of Object.keys(tools)) Object.freeze(tools[name]);
+  Object.freeze(tools);
+  for (const name of Object.keys(console)) Object.freeze(console[name]);
+  Object.freeze(console);
+  Object.freeze(attachImage);
+  define('tools', tools);
+  define('console', console);
+  define('attachImage', attachImage);
+  const blocked = function () { throw new EvalError('code generation from strings is disabled in code mode'); };
+  blocked.prototype = Function.prototype;
+  for (const f of [function () {}, async function () {}, function* () {}, async function* () {}]) {
+    Object.defineProperty(Object.getPrototypeOf(f), 'constructor', { value: blocked, writable: false, configurable: false });
+  }
+  Object.freeze(blocked);
+  delete globalThis.eval;
+  define('Function', blocked);
+})"#;
+
+/// One console argument: strings as they are, other values as JSON where they have one.
+fn console_text<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
+    if let Some(text) = value.as_string() {
+        return text.to_string().unwrap_or_default();
+    }
+    if let Ok(Some(text)) = ctx.json_stringify(value.clone())
+        && let Ok(text) = text.to_string()
+    {
+        return text;
+    }
+    let _ = ctx.catch();
+    Coerced::<String>::from_js(ctx, value)
+        .map(|text| text.0)
+        .unwrap_or_else(|_| {
+            let _ = ctx.catch();
+            "[value]".into()
+        })
+}
+
+/// A thrown value as `the script threw at line N: Name: message`.
+fn describe_thrown<'js>(ctx: &Ctx<'js>, thrown: Value<'js>, memory_cap: usize) -> String {
+    let Some(exception) = thrown.as_exception() else {
+        let text = console_text(ctx, thrown);
+        return format!("the script threw a value that is not an Error: {text}");
+    };
+    let message = exception.message().unwrap_or_default();
+    let name: String = exception
+        .get::<_, Coerced<String>>("name")
+        .map(|name| name.0)
+        .unwrap_or_else(|_| "Error".into());
+    if message == "out of memory" {
+        return format!(
+            "the script ran out of memory (the cap is {} MiB)",
+            memory_cap >> 20
+        );
+    }
+    let stack = exception.stack().unwrap_or_default();
+    match script_line(&stack) {
+        Some(line) => format!("the script threw at line {line}: {name}: {message}"),
+        None => format!("the script threw: {name}: {message}"),
+    }
+}
+
+/// The first line of the script named in a stack trace (`script.js:LINE[:COL]`).
+fn script_line(stack: &str) -> Option<u32> {
+    let at = stack.find(SCRIPT_NAME)? + SCRIPT_NAME.len();
+    let rest = stack[at..].strip_prefix(':')?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::script_line;
+
+    #[test]
+    fn finds_the_script_line_in_a_stack() {
+        assert_eq!(script_line("    at <anonymous> (script.js:3:9)\n"), Some(3));
+        assert_eq!(
+            script_line("    at f (script.js:12)\n    at <eval>"),
+            Some(12)
+        );
+        assert_eq!(script_line("    at native"), None);
+    }
+}

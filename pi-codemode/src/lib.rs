@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+
+mod declarations;
+mod engine;
+mod limits;
+mod session;
+mod tool;
+
+pub use limits::CodeLimits;
+pub use tool::{CODE_TOOL_NAME, CodeTool};

@@ -1,0 +1,131 @@
+//! The `code` tool: its spec (with the declarations, built once) and its execution.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pi_tool::{
+    AgentTool, BoxFuture, ToolCallers, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec,
+};
+use serde_json::{Value, json};
+
+use crate::declarations::{Declared, declarations};
+use crate::{CodeLimits, session};
+
+/// The name of the code tool.
+pub const CODE_TOOL_NAME: &str = "code";
+
+/// A tool whose argument is a JavaScript script that calls the other tools.
+///
+/// Built from the registry of the tools it may call; its description (with their TypeScript
+/// declarations) is built once, here, and never changes.
+pub struct CodeTool {
+    spec: ToolSpec,
+    /// Callable tools: name, and whether the result is structured (an output schema).
+    tools: Arc<BTreeMap<String, bool>>,
+    limits: CodeLimits,
+}
+
+impl CodeTool {
+    /// A code tool that may call the tools of `registry` whose [`callers`](AgentTool::callers)
+    /// allow code (never another `code` tool). Its calls are nested calls
+    /// ([`ToolContext::call_tool`]): they run in the pipeline of whatever host runs the `code`
+    /// call, so that host must hold these tools too (register the code tool beside them).
+    pub fn new(registry: &ToolRegistry) -> Self {
+        let offered: Vec<&Arc<dyn AgentTool>> = registry
+            .tools()
+            .filter(|tool| tool.spec().name != CODE_TOOL_NAME && tool.callers().allows_code())
+            .collect();
+        let mut declared: Vec<Declared<'_>> = offered
+            .iter()
+            .map(|tool| Declared {
+                name: &tool.spec().name,
+                description: &tool.spec().description,
+                parameters: &tool.spec().parameters,
+                output: tool.output_schema(),
+            })
+            .collect();
+        declared.sort_by(|a, b| a.name.cmp(b.name));
+        let description = format!("{DESCRIPTION}\n\n```ts\n{}```", declarations(&declared));
+        let tools = declared
+            .iter()
+            .map(|tool| (tool.name.to_owned(), tool.output.is_some()))
+            .collect();
+        CodeTool {
+            spec: ToolSpec {
+                name: CODE_TOOL_NAME.into(),
+                description,
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "script": {
+                            "type": "string",
+                            "description": "The body of an async JavaScript function: `await tools.<name>(args)`, then `return` what you need."
+                        }
+                    },
+                    "required": ["script"],
+                    "additionalProperties": false
+                }),
+            },
+            tools: Arc::new(tools),
+            limits: CodeLimits::default(),
+        }
+    }
+
+    /// Sets the caps scripts run under.
+    #[must_use]
+    pub fn with_limits(mut self, limits: CodeLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The caps scripts run under.
+    pub fn limits(&self) -> &CodeLimits {
+        &self.limits
+    }
+
+    /// The tools a script may call, by name.
+    pub fn callable(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
+const DESCRIPTION: &str = "Run a JavaScript script: the body of an async function that calls tools with `await tools.<name>(args)` (run calls in parallel with `Promise.all`). A failed call throws an Error. Only the script's return value (as JSON), its console output and images it attaches with `attachImage(base64, mimeType)` reach you: use it to make many calls and return just what you need. There is no file system, network, timers or modules; memory and time are capped. The tools:";
+
+impl AgentTool for CodeTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn label(&self) -> &str {
+        "Code"
+    }
+
+    /// Only the model: a script never starts another script.
+    fn callers(&self) -> ToolCallers {
+        ToolCallers::Model
+    }
+
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+        let tools = Arc::clone(&self.tools);
+        let limits = self.limits.clone();
+        Box::pin(async move {
+            let Some(script) = args.get("script").and_then(Value::as_str) else {
+                return Err(ToolError::new("`script` must be a string"));
+            };
+            Ok(session::run(script.to_owned(), tools, limits, ctx).await)
+        })
+    }
+}
+
+impl std::fmt::Debug for CodeTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeTool")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}

@@ -97,6 +97,12 @@ fn which_thread() -> String {
     format!("{:?}", std::thread::current().id())
 }
 
+/// Say which thread this ran on (not blocking: on the caller's).
+#[tool]
+async fn which_thread_async() -> String {
+    format!("{:?}", std::thread::current().id())
+}
+
 /// Report the ids, idempotency key and depth a nested call sees, and the state.
 #[tool]
 async fn introspect(ctx: ToolContext, greeting: State<String>) -> String {
@@ -149,6 +155,7 @@ fn registry() -> ToolRegistry {
         .with(OneAtATimeTool)
         .with(FanOutTool)
         .with(WhichThreadTool)
+        .with(WhichThreadAsyncTool)
         .with(IntrospectTool)
         .with(IntrospectTwiceTool)
         .with(ChattyTool)
@@ -269,13 +276,19 @@ async fn sequential_siblings_run_one_at_a_time() {
     assert_eq!(overlap.most.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+#[tokio::test]
 async fn a_blocking_child_runs_on_the_blocking_pool() {
+    // One thread polls everything here: a child that runs inline reports this thread.
     let tools = registry();
     let here = format!("{:?}", std::thread::current().id());
+    assert_eq!(
+        relayed(&tools, "which_thread_async", json!({})).await,
+        (false, here.clone()),
+        "a child that does not block runs on its caller's thread"
+    );
     let (is_error, there) = relayed(&tools, "which_thread", json!({})).await;
     assert!(!is_error);
-    assert_ne!(here, there);
+    assert_ne!(here, there, "a blocking child runs on the blocking pool");
 }
 
 #[tokio::test]

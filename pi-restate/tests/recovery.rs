@@ -28,20 +28,20 @@ fn last_text(outcome: &serde_json::Value) -> String {
         .to_owned()
 }
 
-#[test]
-fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() {
-    let Some(restate) = support::restate() else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let model = MockModel::start(crash_script());
-    let ledger = ledger_in(&dir);
+/// A session service that calls its tools on a separate `PiTools` service, both registered;
+/// the tools record into the ledger it returns.
+fn start_remote_services(
+    restate: &pi_restate::local::LocalRestate,
+    dir: &tempfile::TempDir,
+    model_url: &str,
+) -> (std::path::PathBuf, Service, Service) {
+    let ledger = ledger_in(dir);
     let ledger_text = ledger.to_str().expect("utf-8 path");
     let sessions = Service::start(&[
         ("PI_FIXTURE_ROLE", "session-remote"),
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
+        ("PI_FIXTURE_MODEL_URL", model_url),
     ]);
-    let mut tools = Service::start(&[
+    let tools = Service::start(&[
         ("PI_FIXTURE_ROLE", "tools"),
         ("PI_FIXTURE_LEDGER", ledger_text),
     ]);
@@ -49,6 +49,17 @@ fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() 
     restate
         .register(&sessions.url())
         .expect("sessions registered");
+    (ledger, sessions, tools)
+}
+
+#[test]
+fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(crash_script());
+    let (ledger, _sessions, mut tools) = start_remote_services(&restate, &dir, &model.url());
 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "remote", "go", None));
@@ -153,20 +164,7 @@ fn a_never_replayed_remote_tool_whose_service_was_killed_is_answered_not_run_aga
     };
     let dir = tempfile::tempdir().expect("a temp dir");
     let model = MockModel::start(never_twice_script());
-    let ledger = ledger_in(&dir);
-    let ledger_text = ledger.to_str().expect("utf-8 path");
-    let sessions = Service::start(&[
-        ("PI_FIXTURE_ROLE", "session-remote"),
-        ("PI_FIXTURE_MODEL_URL", &model.url()),
-    ]);
-    let mut tools = Service::start(&[
-        ("PI_FIXTURE_ROLE", "tools"),
-        ("PI_FIXTURE_LEDGER", ledger_text),
-    ]);
-    restate.register(&tools.url()).expect("tools registered");
-    restate
-        .register(&sessions.url())
-        .expect("sessions registered");
+    let (ledger, _sessions, mut tools) = start_remote_services(&restate, &dir, &model.url());
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "remote-once", "go", None));
         wait_for_ledger(&ledger, "the victim tool to start", |lines| {

@@ -40,6 +40,22 @@ impl ToolSearchMode {
     }
 }
 
+/// A request's tools as an API with its own search takes them: those sent as usual, in order,
+/// and the deferred ones, which go after the API's search tool with `defer_loading`. The second
+/// list is empty (and every tool sent as usual) unless the native search is asked for and some
+/// tool is deferred.
+pub(crate) fn split_for_native_search<'a>(
+    specs: &'a [ToolSpec],
+    options: &crate::StreamOptions,
+) -> (Vec<&'a ToolSpec>, Vec<&'a ToolSpec>) {
+    if !options.tool_search.is_native() {
+        return (specs.iter().collect(), Vec::new());
+    }
+    specs
+        .iter()
+        .partition(|spec| !options.tools.is_deferred(&spec.name))
+}
+
 /// What requests know about each tool beyond its spec, by name: whether it is deferred, and its
 /// schema lowered for each API, computed on first use and then shared by every request that
 /// carries the same [`RequestTools`] (the agent loop builds one per run).

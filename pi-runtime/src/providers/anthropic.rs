@@ -240,12 +240,9 @@ const FINE_GRAINED_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-1
 /// the last tool that is not deferred carries the cache breakpoint (a deferred tool must not:
 /// the API refuses it).
 fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules) -> Vec<Value> {
-    let native =
-        options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
-    let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
-    let mut tools: Vec<Value> = specs
-        .iter()
-        .filter(|spec| !deferred(spec))
+    let (sent, deferred) = crate::request_tools::split_for_native_search(specs, options);
+    let mut tools: Vec<Value> = sent
+        .into_iter()
         .map(|spec| anthropic_tool(spec, options, rules))
         .collect();
     if rules.caching
@@ -253,13 +250,13 @@ fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules
     {
         last.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
-    if native {
+    if !deferred.is_empty() {
         let (kind, name) = match options.tool_search {
             crate::ToolSearchMode::NativeRegex => SEARCH_REGEX,
             _ => SEARCH_BM25,
         };
         tools.push(json!({"type": kind, "name": name}));
-        for spec in specs.iter().filter(|spec| deferred(spec)) {
+        for spec in deferred {
             let mut tool = anthropic_tool(spec, options, rules);
             tool["defer_loading"] = json!(true);
             tools.push(tool);

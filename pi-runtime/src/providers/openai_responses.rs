@@ -126,17 +126,14 @@ impl OpenAiResponses {
 /// tool) the hosted `tool_search` and the deferred tools with `defer_loading: true` (which the
 /// API takes only together with a `tool_search` tool).
 fn responses_tools(specs: &[ToolSpec], options: &StreamOptions, strict: bool) -> Vec<Value> {
-    let native =
-        options.tool_search.is_native() && specs.iter().any(|s| options.tools.is_deferred(&s.name));
-    let deferred = |spec: &ToolSpec| native && options.tools.is_deferred(&spec.name);
-    let mut tools: Vec<Value> = specs
-        .iter()
-        .filter(|spec| !deferred(spec))
+    let (sent, deferred) = crate::request_tools::split_for_native_search(specs, options);
+    let mut tools: Vec<Value> = sent
+        .into_iter()
         .map(|spec| responses_tool(spec, options, strict))
         .collect();
-    if native {
+    if !deferred.is_empty() {
         tools.push(json!({"type": "tool_search"}));
-        for spec in specs.iter().filter(|spec| deferred(spec)) {
+        for spec in deferred {
             let mut tool = responses_tool(spec, options, strict);
             tool["defer_loading"] = json!(true);
             tools.push(tool);

@@ -363,3 +363,28 @@ fn regression_whitespace_before_an_array() {
     let input = std::fs::read(path).expect("the regression input");
     run("partial_json", "whitespace before an array", &input);
 }
+
+/// Found by the seeded run (`decode_openai_responses`): a server item (a `program`) still open
+/// when a function call began and ended. The item's index was taken but announced only at its
+/// end, so the call's events pointed past the blocks a listener had, and `apply` panicked.
+#[test]
+fn regression_a_server_item_open_while_a_call_streams() {
+    let lines = [
+        r#"{"type":"response.created","response":{"id":"resp_1","output":[]}}"#,
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"cm_1","type":"program","call_id":"call_p","code":""}}"#,
+        r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"call_f","name":"lookup","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":1,"item_id":"fc_1","delta":"{\"sku\":\"a\"}"}"#,
+        r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"call_f","name":"lookup","arguments":"{\"sku\":\"a\"}"}}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"cm_1","type":"program","call_id":"call_p","code":"await tools.lookup({sku: 'a'})"}}"#,
+        r#"{"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[]}}"#,
+    ];
+    for mode in [1u8, 7, 255] {
+        let mut input = vec![mode];
+        input.extend_from_slice(lines.join("\n").as_bytes());
+        run(
+            "decode_openai_responses",
+            "a server item open while a call streams",
+            &input,
+        );
+    }
+}

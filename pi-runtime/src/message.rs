@@ -442,15 +442,15 @@ impl AssistantMessage {
                 content_index,
                 tool_call,
             } => {
-                self.block_at(*content_index, || {
-                    AssistantContent::ToolCall(tool_call.clone())
-                });
-                self.content[*content_index] = AssistantContent::ToolCall(tool_call.clone());
+                self.replace_at(
+                    *content_index,
+                    AssistantContent::ToolCall(tool_call.clone()),
+                );
             }
             E::ProviderBlock {
                 content_index,
                 block,
-            } => self.block_at(*content_index, || AssistantContent::Provider(block.clone())),
+            } => self.replace_at(*content_index, AssistantContent::Provider(block.clone())),
             E::Done { message, .. } => *self = message.clone(),
             E::Error { error, .. } => *self = error.clone(),
         }
@@ -460,6 +460,15 @@ impl AssistantMessage {
     fn block_at(&mut self, index: usize, make: impl FnOnce() -> AssistantContent) {
         if index >= self.content.len() {
             self.content.push(make());
+        }
+    }
+
+    /// Puts `block` at `index`: replaces the block there, or pushes it when the index is new.
+    /// An index past the end (events that skip one) appends rather than panics.
+    fn replace_at(&mut self, index: usize, block: AssistantContent) {
+        match self.content.get_mut(index) {
+            Some(slot) => *slot = block,
+            None => self.content.push(block),
         }
     }
 }

@@ -222,8 +222,10 @@ pub enum AssistantEvent {
         /// The complete call.
         tool_call: ToolCallBlock,
     },
-    /// A block the API's server produced arrived whole (see
-    /// [`AssistantContent::Provider`](crate::AssistantContent::Provider)).
+    /// A block the API's server produced (see
+    /// [`AssistantContent::Provider`](crate::AssistantContent::Provider)): sent when the
+    /// block begins and again, complete, when it ends, at the same index. The last one sent for
+    /// an index is the block's final form.
     ProviderBlock {
         /// Index of the block.
         content_index: usize,

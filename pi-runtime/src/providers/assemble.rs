@@ -305,11 +305,19 @@ impl Assembler {
         }
     }
 
-    /// Opens a block of the API's own (see [`AssistantContent::Provider`]); it is emitted whole
-    /// when it ends, after [`Assembler::provider_set`] may have completed it.
+    /// Opens a block of the API's own (see [`AssistantContent::Provider`]). It is emitted as it
+    /// began, so its index is taken in content order even when other blocks start before it
+    /// ends, and emitted again when it ends, after [`Assembler::provider_set`] may have
+    /// completed it.
     pub(crate) fn provider_start(&mut self, block: Value) -> usize {
         let api = self.message.api.clone();
-        self.push_block(AssistantContent::Provider(ProviderBlock { api, block }))
+        let started = ProviderBlock { api, block };
+        let index = self.push_block(AssistantContent::Provider(started.clone()));
+        self.events.push(AssistantEvent::ProviderBlock {
+            content_index: index,
+            block: started,
+        });
+        index
     }
 
     /// Replaces the block of an open provider block (its finished form).

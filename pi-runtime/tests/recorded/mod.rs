@@ -180,6 +180,13 @@ pub fn check_event_grammar(name: &str, events: &[AssistantEvent]) {
     let last = final_message(events);
     let mut rebuilt = AssistantMessage::empty();
     for event in events {
+        if let Some(index) = block_index(event) {
+            assert!(
+                index <= rebuilt.content.len(),
+                "{name}: an event at block {index} skips a block (the listener has {})",
+                rebuilt.content.len()
+            );
+        }
         rebuilt.apply(event);
     }
     assert_eq!(
@@ -315,4 +322,23 @@ fn normalize(event: AssistantEvent) -> AssistantEvent {
         _ => {}
     }
     event
+}
+
+/// The block an event is about: a listener that applies the events in order must already
+/// have every block before it.
+fn block_index(event: &AssistantEvent) -> Option<usize> {
+    use AssistantEvent as E;
+    match event {
+        E::TextStart { content_index }
+        | E::TextDelta { content_index, .. }
+        | E::TextEnd { content_index, .. }
+        | E::ThinkingStart { content_index }
+        | E::ThinkingDelta { content_index, .. }
+        | E::ThinkingEnd { content_index, .. }
+        | E::ToolCallStart { content_index, .. }
+        | E::ToolCallDelta { content_index, .. }
+        | E::ToolCallEnd { content_index, .. }
+        | E::ProviderBlock { content_index, .. } => Some(*content_index),
+        E::Start { .. } | E::Done { .. } | E::Error { .. } => None,
+    }
 }

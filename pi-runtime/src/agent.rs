@@ -105,6 +105,17 @@ struct State {
     abort: Option<CancellationToken>,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
+    /// Counts the edits of the parts a running run picks up before its next turn.
+    edits: Edits,
+}
+
+/// How often each part a run can swap between turns was set; a run compares these with the
+/// counts it last saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Edits {
+    system_prompt: u64,
+    model: u64,
+    tools: u64,
 }
 
 struct Inner {
@@ -236,6 +247,7 @@ impl Agent {
                     abort: None,
                     steering_mode: QueueMode::OneAtATime,
                     follow_up_mode: QueueMode::OneAtATime,
+                    edits: Edits::default(),
                 }),
                 listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(0),
@@ -287,17 +299,23 @@ impl Agent {
         self
     }
 
-    /// Sets the system prompt.
+    /// Sets the system prompt. A running run uses it from its next turn on.
     pub fn set_system_prompt(&self, prompt: impl Into<String>) {
-        self.state().system_prompt = prompt.into();
+        let mut state = self.state();
+        state.system_prompt = prompt.into();
+        state.edits.system_prompt += 1;
     }
 
-    /// Replaces the model.
+    /// Replaces the model. A running run uses it from its next turn on.
     pub fn set_model(&self, model: Arc<dyn Model>) {
-        self.state().model = model;
+        let mut state = self.state();
+        state.model = model;
+        state.edits.model += 1;
     }
 
-    /// Replaces the tools with every tool of `registry`.
+    /// Replaces the tools with every tool of `registry`. A running run offers them from its
+    /// next turn on, and tells the model what was added and removed (see
+    /// [`TurnUpdate`](crate::TurnUpdate)).
     pub fn set_tools(&self, registry: ToolRegistry) {
         let mut tools = registry.tools().cloned().collect();
         // With deferred tools, `tool_search` and its index are built once here, not per prompt.
@@ -305,12 +323,16 @@ impl Agent {
         let mut state = self.state();
         state.tools = tools;
         state.available = registry;
+        state.edits.tools += 1;
     }
 
-    /// Replaces the tools with a list (in order; the first of two with one name is used).
+    /// Replaces the tools with a list (in order; the first of two with one name is used). A
+    /// running run offers them from its next turn on, as with [`set_tools`](Self::set_tools).
     pub fn set_tool_list(&self, mut tools: Vec<Arc<dyn AgentTool>>) {
         crate::agent_loop::Deferral::add_search(&mut tools);
-        self.state().tools = tools;
+        let mut state = self.state();
+        state.tools = tools;
+        state.edits.tools += 1;
     }
 
     /// Adds shared state for `State<T>` parameters.
@@ -555,6 +577,8 @@ impl Agent {
             let messages = follow_ups.dequeue_follow_ups();
             Box::pin(async move { messages })
         }));
+        config.prepare_next_turn =
+            Some(self.edits_between_turns(state.edits, config.prepare_next_turn.take()));
         RunStart {
             prompts,
             context,
@@ -562,6 +586,45 @@ impl Agent {
             model: Arc::clone(&state.model),
             signal,
         }
+    }
+
+    /// The run's `prepare_next_turn`: the system prompt, model and tools set on the agent since
+    /// the run last looked (it starts from `seen`), then the configuration's own hook, whose
+    /// update wins where both set a part.
+    fn edits_between_turns(
+        &self,
+        seen: Edits,
+        configured: Option<crate::PrepareNextTurnHook>,
+    ) -> crate::PrepareNextTurnHook {
+        let inner = Arc::clone(&self.inner);
+        let seen = Mutex::new(seen);
+        Arc::new(move |turn| {
+            let edits = {
+                let state = lock(&inner.state);
+                let mut seen = lock(&seen);
+                let mut update = crate::TurnUpdate::new();
+                if state.edits.system_prompt != seen.system_prompt {
+                    update.system_prompt = Some(state.system_prompt.clone());
+                }
+                if state.edits.model != seen.model {
+                    update.model = Some(Arc::clone(&state.model));
+                }
+                if state.edits.tools != seen.tools {
+                    update.tools = Some(state.tools.clone());
+                }
+                *seen = state.edits;
+                update
+            };
+            let configured = configured.clone();
+            Box::pin(async move {
+                let own = match configured {
+                    Some(hook) => hook(turn).await,
+                    None => None,
+                };
+                let update = edits.then(own.unwrap_or_default());
+                (!update.is_empty()).then_some(update)
+            })
+        })
     }
 
     /// Runs the loop, reducing every event into the state and awaiting the listeners.

@@ -14,6 +14,7 @@ mod nested;
 mod run;
 mod spans;
 mod stream;
+mod tool_change;
 
 use std::sync::Arc;
 
@@ -127,25 +128,16 @@ fn start(
     let AgentContext {
         system_prompt,
         messages,
-        mut tools,
+        tools,
         available,
         mut state,
     } = context;
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
-    // With the API's own search every offered schema is sent (deferred ones marked) and the
-    // local `tool_search` is not offered; otherwise deferred schemas wait for the transcript to
-    // load them.
     let native_search = options.tool_search.is_native() && model.native_tool_search();
-    if native_search {
-        Deferral::remove_search(&mut tools);
-    } else {
-        Deferral::add_search(&mut tools);
-    }
-    options.tools = crate::RequestTools::of(&tools);
-    let needs_view = deferred::needs_view(&tools);
-    let tools = Arc::new(run::tool_set(tools));
-    let deferral = needs_view.then(|| Deferral::new(&tools, &messages, native_search));
+    let installed = tool_change::install(tools, &messages, native_search, None);
+    options.tools = installed.request_tools;
+    let (tools, deferral) = (installed.tools, installed.deferral);
     let mut all_state = available.state().clone();
     all_state.extend(&state);
     state = all_state;
@@ -167,6 +159,8 @@ fn start(
         emitter: Emitter::new(Arc::clone(&shared)),
         clock: clock::Clock::new(),
         span: span.clone(),
+        requests: 0,
+        last_turn: None,
     };
     AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

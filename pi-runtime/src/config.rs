@@ -18,6 +18,9 @@ use serde_json::Value;
 
 use crate::message::Message;
 use crate::model::StreamOptions;
+use crate::turn_hooks::{
+    FinishTurn, FinishTurnHook, PrepareNextTurnHook, PrepareRequestHook, RequestContext, TurnUpdate,
+};
 
 /// How the tool calls of one assistant message are scheduled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -269,8 +272,21 @@ pub struct AgentLoopConfig {
     pub before_tool_call: Option<BeforeToolCallHook>,
     /// Runs after a call executes: may override fields of its result.
     pub after_tool_call: Option<AfterToolCallHook>,
-    /// Runs after every turn; `true` ends the run (steering and follow-ups are not polled).
+    /// Runs after every turn, after `turn_end`; `true` ends the run (steering and follow-ups
+    /// are not polled). It keeps working beside [`finish_turn`](Self::finish_turn), which runs
+    /// first: either one ending the run ends it.
     pub should_stop_after_turn: Option<ShouldStopHook>,
+    /// Runs when a turn's tools are done, before `turn_end` (pi 1.x's `finishTurn`):
+    /// [`FinishTurn::End`] ends the run, [`FinishTurn::Continue`] makes one more request even
+    /// when the loop would stop, `None` leaves it to the loop. Not run for a failed or aborted
+    /// response.
+    pub finish_turn: Option<FinishTurnHook>,
+    /// Runs between two turns, with the one that ended (pi's `prepareNextTurn`): may swap the
+    /// tools, the model, the system prompt or the request options for the rest of the run.
+    pub prepare_next_turn: Option<PrepareNextTurnHook>,
+    /// Runs right before every model request, the first included (pi's `prepareRequest`), with
+    /// the same powers as [`prepare_next_turn`](Self::prepare_next_turn).
+    pub prepare_request: Option<PrepareRequestHook>,
     /// Messages to inject before the next model request (polled before the first request and
     /// after every turn).
     pub get_steering_messages: Option<MessageSource>,
@@ -322,6 +338,9 @@ impl Default for AgentLoopConfig {
             before_tool_call: None,
             after_tool_call: None,
             should_stop_after_turn: None,
+            finish_turn: None,
+            prepare_next_turn: None,
+            prepare_request: None,
             get_steering_messages: None,
             get_follow_up_messages: None,
             get_api_key: None,
@@ -482,6 +501,39 @@ impl AgentLoopConfig {
         self
     }
 
+    /// Sets [`finish_turn`](Self::finish_turn).
+    #[must_use]
+    pub fn finish_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(TurnEndContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<FinishTurn>> + Send + 'static,
+    {
+        self.finish_turn = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
+    /// Sets [`prepare_next_turn`](Self::prepare_next_turn).
+    #[must_use]
+    pub fn prepare_next_turn<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(TurnEndContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<TurnUpdate>> + Send + 'static,
+    {
+        self.prepare_next_turn = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
+    /// Sets [`prepare_request`](Self::prepare_request).
+    #[must_use]
+    pub fn prepare_request<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<TurnUpdate>> + Send + 'static,
+    {
+        self.prepare_request = Some(Arc::new(move |ctx| Box::pin(hook(ctx))));
+        self
+    }
+
     /// Sets the steering source.
     #[must_use]
     pub fn steering<F, Fut>(mut self, source: F) -> Self
@@ -536,6 +588,9 @@ impl fmt::Debug for AgentLoopConfig {
                 self.get_follow_up_messages.is_some(),
             ),
             ("get_api_key", self.get_api_key.is_some()),
+            ("finish_turn", self.finish_turn.is_some()),
+            ("prepare_next_turn", self.prepare_next_turn.is_some()),
+            ("prepare_request", self.prepare_request.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))

@@ -18,6 +18,7 @@ mod agent;
 mod agent_loop;
 mod config;
 mod scripted;
+mod turn_hooks;
 
 pub use agent::{Agent, AgentError, Listener, ListenerId, Prompt, QueueMode};
 pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agent_loop_continue};
@@ -29,3 +30,6 @@ pub use config::{
 };
 pub use event::ToolCallRef;
 pub use scripted::{FnModel, ModelRequest, SCRIPT_EXHAUSTED, ScriptedModel, ScriptedStreaming};
+pub use turn_hooks::{
+    FinishTurn, FinishTurnHook, PrepareNextTurnHook, PrepareRequestHook, RequestContext, TurnUpdate,
+};

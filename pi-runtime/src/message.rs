@@ -369,6 +369,53 @@ pub struct CustomMessage {
     pub timestamp: i64,
 }
 
+impl CustomMessage {
+    /// The [`kind`](Self::kind) of the record the agent loop appends when the tools offered to
+    /// the model change during a run (see [`TurnUpdate`](crate::TurnUpdate)).
+    pub const TOOLS_CHANGED: &'static str = "tools_changed";
+
+    /// A [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record: `data` is
+    /// `{"added": [names], "removed": [names]}`. Unlike other custom messages, providers send it
+    /// to the model, as the note [`model_note`](Self::model_note) gives.
+    pub fn tools_changed(added: Vec<String>, removed: Vec<String>) -> Self {
+        CustomMessage {
+            kind: Self::TOOLS_CHANGED.to_owned(),
+            data: serde_json::json!({"added": added, "removed": removed}),
+            timestamp: now_ms(),
+        }
+    }
+
+    /// The text a model reads for this message: a note naming the added and removed tools for
+    /// a [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record; `None` for every other kind, which
+    /// models never see (unless `convert_to_llm` turns them into something they do).
+    pub fn model_note(&self) -> Option<String> {
+        if self.kind != Self::TOOLS_CHANGED {
+            return None;
+        }
+        let names = |field: &str| -> Vec<&str> {
+            self.data
+                .get(field)
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        let (added, removed) = (names("added"), names("removed"));
+        let mut note = String::from("[The tools available to you changed.");
+        if !added.is_empty() {
+            note.push_str(" New tools: ");
+            note.push_str(&added.join(", "));
+            note.push('.');
+        }
+        if !removed.is_empty() {
+            note.push_str(" Removed tools, which can no longer be called: ");
+            note.push_str(&removed.join(", "));
+            note.push('.');
+        }
+        note.push(']');
+        Some(note)
+    }
+}
+
 impl AssistantMessage {
     /// Applies one streamed event, so a listener can follow a response as it grows (each call
     /// costs the size of the event, not of the message).

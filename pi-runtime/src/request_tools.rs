@@ -98,6 +98,24 @@ impl RequestTools {
         }
     }
 
+    /// The information of `tools`, keeping this cache's entries (and the schemas already
+    /// lowered in them) for the tools that are in both: a tool set that changes during a run
+    /// lowers only its new tools.
+    pub fn updated(&self, tools: &[Arc<dyn AgentTool>]) -> Self {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for tool in tools {
+            by_name.entry(tool.spec().name.clone()).or_insert_with(|| {
+                match self.by_name.get(&tool.spec().name) {
+                    Some(wire) if Arc::ptr_eq(&wire.tool, tool) => Arc::clone(wire),
+                    _ => Arc::new(ToolWire::of(tool)),
+                }
+            });
+        }
+        RequestTools {
+            by_name: Arc::new(by_name),
+        }
+    }
+
     /// Whether the tool named `name` is deferred.
     pub fn is_deferred(&self, name: &str) -> bool {
         self.by_name.get(name).is_some_and(|wire| wire.deferred)

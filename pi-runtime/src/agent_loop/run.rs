@@ -8,6 +8,7 @@ use tracing::{Instrument, Span};
 use super::context::ToolSet;
 use super::deferred::Deferral;
 use super::emitter::Emitter;
+use super::tool_change;
 use futures_util::StreamExt;
 
 use super::batch::{BatchEnv, execute_tool_calls};
@@ -16,8 +17,9 @@ use super::guard::guarded;
 use super::spans;
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
-use crate::message::{AssistantMessage, Message, StopReason};
+use crate::message::{AssistantMessage, CustomMessage, Message, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
+use crate::turn_hooks::{FinishTurn, RequestContext, TurnUpdate};
 
 /// The text of the result of a call that was skipped because the run was aborted.
 pub(crate) const ABORTED: &str = "Operation aborted";
@@ -42,6 +44,10 @@ pub(crate) struct Run {
     pub(crate) clock: Clock,
     /// The run's `invoke_agent` span (the run's future is instrumented with it).
     pub(crate) span: Span,
+    /// How many model requests the run made so far.
+    pub(crate) requests: usize,
+    /// The turn that just ended, for `prepare_next_turn` (kept only when that hook is set).
+    pub(crate) last_turn: Option<TurnEndContext>,
 }
 
 impl Run {
@@ -103,11 +109,15 @@ impl Run {
                 } else {
                     self.emitter.emit(AgentEvent::TurnStart).await;
                 }
+                let mut failed = self.prepare_next_turn().await.err();
                 for message in std::mem::take(&mut pending) {
                     self.add_message(Arc::new(message)).await;
                 }
+                if failed.is_none() {
+                    failed = self.prepare_request().await.err();
+                }
 
-                let assistant = self.stream_assistant().await;
+                let assistant = self.stream_assistant(failed).await;
                 self.new_messages.push(Arc::clone(&assistant));
                 let stop_reason = assistant
                     .as_assistant()
@@ -152,21 +162,42 @@ impl Run {
                     tool_results = outcome.results;
                 }
 
+                // Built once, for the hooks that look at the turn (none: no transcript copy).
+                let config = &self.config;
+                let turn = (config.finish_turn.is_some()
+                    || config.should_stop_after_turn.is_some()
+                    || config.prepare_next_turn.is_some())
+                .then(|| TurnEndContext {
+                    message: Arc::clone(&assistant),
+                    tool_results: tool_results.clone(),
+                    messages: self.transcript.as_slice().into(),
+                    new_messages: self.new_messages.as_slice().into(),
+                });
+                let mut end = false;
+                if let (Some(hook), Some(turn)) = (&self.config.finish_turn, &turn) {
+                    match guarded(|| hook(turn.clone())).await {
+                        Ok(Some(FinishTurn::End)) => end = true,
+                        Ok(Some(FinishTurn::Continue)) => has_more_tool_calls = true,
+                        Ok(None) => {}
+                        Err(panic) => {
+                            tracing::error!("finish_turn panicked: {panic}; stopping the run");
+                            end = true;
+                        }
+                    }
+                }
+
                 self.emitter
                     .emit(AgentEvent::TurnEnd {
                         message: Arc::clone(&assistant),
-                        tool_results: tool_results.clone(),
+                        tool_results,
                     })
                     .await;
+                if end {
+                    return;
+                }
 
-                if let Some(hook) = &self.config.should_stop_after_turn {
-                    let ctx = TurnEndContext {
-                        message: assistant,
-                        tool_results,
-                        messages: self.transcript.as_slice().into(),
-                        new_messages: self.new_messages.as_slice().into(),
-                    };
-                    match guarded(|| hook(ctx)).await {
+                if let (Some(hook), Some(turn)) = (&self.config.should_stop_after_turn, &turn) {
+                    match guarded(|| hook(turn.clone())).await {
                         Ok(true) => return,
                         Ok(false) => {}
                         Err(panic) => {
@@ -176,6 +207,9 @@ impl Run {
                             return;
                         }
                     }
+                }
+                if self.config.prepare_next_turn.is_some() {
+                    self.last_turn = turn;
                 }
                 pending = Self::poll_source(self.config.get_steering_messages.as_ref()).await;
             }
@@ -246,15 +280,129 @@ impl Run {
         Ok(Some(messages))
     }
 
-    /// One model request: streams the response, emitting its message events, and appends it.
-    async fn stream_assistant(&mut self) -> Arc<Message> {
+    /// Runs `prepare_next_turn` with the turn that ended (when there is one and the hook is
+    /// set) and applies its update. A panic fails the coming request with its text.
+    async fn prepare_next_turn(&mut self) -> Result<(), AssistantMessage> {
+        let (Some(hook), Some(turn)) = (&self.config.prepare_next_turn, self.last_turn.take())
+        else {
+            return Ok(());
+        };
+        let update = guarded(|| hook(turn)).await.map_err(|panic| {
+            self.failed(
+                StopReason::Error,
+                format!("prepare_next_turn panicked: {panic}"),
+            )
+        })?;
+        if let Some(update) = update {
+            self.apply(update).await;
+        }
+        Ok(())
+    }
+
+    /// Runs `prepare_request` (when set) and applies its update. A panic fails the request
+    /// with its text.
+    async fn prepare_request(&mut self) -> Result<(), AssistantMessage> {
+        let Some(hook) = &self.config.prepare_request else {
+            return Ok(());
+        };
+        let ctx = RequestContext {
+            messages: self.transcript.as_slice().into(),
+            new_messages: self.new_messages.as_slice().into(),
+            model: Arc::clone(&self.model),
+            request_index: self.requests,
+        };
+        let update = guarded(|| hook(ctx)).await.map_err(|panic| {
+            self.failed(
+                StopReason::Error,
+                format!("prepare_request panicked: {panic}"),
+            )
+        })?;
+        if let Some(update) = update {
+            self.apply(update).await;
+        }
+        Ok(())
+    }
+
+    /// Whether requests use the API's own tool search.
+    fn native_search(&self) -> bool {
+        self.options.tool_search.is_native() && self.model.native_tool_search()
+    }
+
+    /// Applies a hook's update for the rest of the run; a change of the tools the model is
+    /// offered is announced with a `tools_changed` record before the next request.
+    async fn apply(&mut self, update: TurnUpdate) {
+        let TurnUpdate {
+            system_prompt,
+            tools,
+            model,
+            stream_options,
+        } = update;
+        let was_native = self.native_search();
+        if let Some(prompt) = system_prompt {
+            self.system_prompt = prompt;
+        }
+        if let Some(model) = model {
+            self.model = model;
+        }
+        if let Some(mut options) = stream_options {
+            options.signal = self.signal.clone();
+            options.tools = std::mem::take(&mut self.options.tools);
+            self.options = options;
+        }
+        let tools = match tools {
+            Some(tools) => Some(tool_change::keep_order(tools, &self.tools)),
+            // The API's own search came or went with the model or the options: the same tools,
+            // with or without the local `tool_search`.
+            None if self.native_search() != was_native => Some(self.tools.tools().to_vec()),
+            None => None,
+        };
+        if let Some(tools) = tools {
+            self.install(tools).await;
+        }
+    }
+
+    /// Replaces the run's tools and announces what the model gained and lost.
+    async fn install(&mut self, tools: Vec<Arc<dyn AgentTool>>) {
+        let before = tool_change::offered_names(self.offered_specs());
+        let installed = tool_change::install(
+            tools,
+            &self.transcript,
+            self.native_search(),
+            Some(&self.options.tools),
+        );
+        self.tools = installed.tools;
+        self.deferral = installed.deferral;
+        self.options.tools = installed.request_tools;
+        let after = tool_change::offered_names(self.offered_specs());
+        if let Some((added, removed)) = tool_change::difference(&before, &after) {
+            let record = Message::Custom(CustomMessage::tools_changed(added, removed));
+            self.add_message(Arc::new(record)).await;
+        }
+    }
+
+    /// The specs the next request carries.
+    fn offered_specs(&self) -> &[pi_tool::ToolSpec] {
+        match &self.deferral {
+            Some(deferral) => deferral.specs(),
+            None => self.tools.specs(),
+        }
+    }
+
+    /// One model request (or the failure a hook ended it with before it was made): streams the
+    /// response, emitting its message events, and appends it.
+    async fn stream_assistant(&mut self, failed: Option<AssistantMessage>) -> Arc<Message> {
         let mut started = false;
         let span = spans::chat_span(self.model.as_ref());
-        let message = self
-            .request(&mut started)
-            .instrument(span.clone())
-            .await
-            .unwrap_or_else(|failed| failed);
+        let message = match failed {
+            Some(failed) => failed,
+            None => {
+                self.requests += 1;
+                self.request(&mut started)
+                    .instrument(span.clone())
+                    .await
+                    .unwrap_or_else(|failed| failed)
+            }
+        };
         spans::record_response(&span, &message);
         let message = Arc::new(Message::Assistant(message));
         if !started {
@@ -304,10 +452,7 @@ impl Run {
         let context = Context {
             system_prompt: &self.system_prompt,
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),
-            tools: match &self.deferral {
-                Some(deferral) => deferral.specs(),
-                None => self.tools.specs(),
-            },
+            tools: self.offered_specs(),
         };
         // One panic guard around the whole response (not one per streamed event).
         let streamed = guarded(|| self.stream_response(context, options, started)).await;
@@ -357,9 +502,4 @@ impl Run {
             }
         }
     }
-}
-
-/// Builds a tool set from the context's tools.
-pub(crate) fn tool_set(tools: Vec<Arc<dyn AgentTool>>) -> ToolSet {
-    ToolSet::new(tools)
 }

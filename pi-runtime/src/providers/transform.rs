@@ -58,7 +58,18 @@ pub(crate) fn transform(messages: &[Arc<Message>], target: Target<'_>) -> Vec<Me
     let mut pending: Vec<(String, String)> = Vec::new();
     for message in messages {
         match message.as_ref() {
-            Message::Custom(_) => {}
+            Message::Custom(custom) => {
+                // The one kind of custom message a model reads: the loop's note that the tools
+                // changed, sent as the user's side of the conversation (where a steering
+                // message would be), which every API accepts after tool results.
+                if let Some(note) = custom.model_note() {
+                    answer_orphans(&mut pending, &mut out);
+                    out.push(Message::User(crate::message::UserMessage {
+                        content: vec![Content::text(note)],
+                        timestamp: custom.timestamp,
+                    }));
+                }
+            }
             Message::User(user) => {
                 answer_orphans(&mut pending, &mut out);
                 let mut user = user.clone();

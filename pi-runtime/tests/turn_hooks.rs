@@ -1,0 +1,388 @@
+//! Tool sets that change during a run: `prepare_next_turn` and `prepare_request` swap tools,
+//! model, prompt and options; a change of the offered tools is announced to the model (on every
+//! API's wire) and keeps the kept tools' order; `Agent::set_tools` during a run takes effect at
+//! the next turn; `finish_turn` ends or continues a run beside `should_stop_after_turn`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use pi_runtime::providers::{
+    AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+};
+use pi_runtime::{
+    Agent, AgentContext, AgentLoopConfig, AssistantContent, AssistantMessage, Context,
+    CustomMessage, FinishTurn, Message, ModelRequest, ScriptedModel, StopReason, StreamOptions,
+    TurnUpdate, agent_loop,
+};
+use pi_tool::{AgentTool, CancellationToken, FnTool, ToolRegistry};
+use serde_json::{Value, json};
+
+fn tool(name: &str) -> Arc<dyn AgentTool> {
+    let answer = format!("{name} ran");
+    Arc::new(
+        FnTool::builder(
+            name,
+            format!("The {name} tool."),
+            json!({"type": "object", "properties": {}}),
+        )
+        .build(move |_args: Value, _ctx| {
+            let answer = answer.clone();
+            async move { answer }
+        })
+        .unwrap(),
+    )
+}
+
+fn registry(names: &[&str]) -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    for name in names {
+        registry.register_arc(tool(name));
+    }
+    registry
+}
+
+fn call(id: &str, name: &str) -> AssistantMessage {
+    AssistantMessage::new(
+        vec![AssistantContent::tool_call(id, name, json!({}))],
+        StopReason::ToolUse,
+    )
+}
+
+fn text(text: &str) -> AssistantMessage {
+    AssistantMessage::new(vec![AssistantContent::text(text)], StopReason::Stop)
+}
+
+fn names(request: &ModelRequest) -> Vec<String> {
+    request
+        .tool_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `tools_changed` records of a transcript: (added, removed).
+fn announcements(messages: &[Arc<Message>]) -> Vec<(Vec<String>, Vec<String>)> {
+    let list = |data: &Value, field: &str| -> Vec<String> {
+        data[field]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    messages
+        .iter()
+        .filter_map(|m| match &**m {
+            Message::Custom(c) if c.kind == CustomMessage::TOOLS_CHANGED => {
+                Some((list(&c.data, "added"), list(&c.data, "removed")))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+async fn run(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<ScriptedModel>,
+) -> Vec<Arc<Message>> {
+    let mut stream = agent_loop(
+        vec![Message::user("go")],
+        context,
+        config,
+        model,
+        CancellationToken::new(),
+    );
+    let mut added = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let pi_runtime::AgentEvent::AgentEnd { messages } = event {
+            added = messages;
+        }
+    }
+    added
+}
+
+#[tokio::test]
+async fn prepare_next_turn_swaps_the_tools_keeps_the_order_and_tells_the_model() {
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "alpha"),
+        call("c2", "gamma"),
+        call("c3", "alpha"),
+        text("done"),
+    ]));
+    let context = AgentContext::new("Be brief.").with_tools([tool("alpha"), tool("beta")]);
+    let turns = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&turns);
+    let config = AgentLoopConfig::new().prepare_next_turn(move |turn| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        // The hook sees the turn that ended: its call and its result.
+        assert_eq!(turn.tool_results.len(), 1);
+        async move {
+            // After the first turn: drop `alpha`, add `gamma` (given before `beta`).
+            (n == 0).then(|| TurnUpdate::new().tools(vec![tool("gamma"), tool("beta")]))
+        }
+    });
+    let added = run(context, config, Arc::clone(&model)).await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(names(&requests[0]), ["alpha", "beta"]);
+    // `beta` keeps its place at the front; the new tool comes after it.
+    assert_eq!(names(&requests[1]), ["beta", "gamma"]);
+    assert_eq!(names(&requests[3]), ["beta", "gamma"]);
+    assert_eq!(turns.load(Ordering::SeqCst), 3);
+
+    // One announcement, before the second request, right after the first turn's result.
+    assert_eq!(
+        announcements(&added),
+        [(strings(&["gamma"]), strings(&["alpha"]))]
+    );
+    let roles: Vec<&str> = requests[1].messages.iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "custom"]);
+
+    // The new tool runs; the removed one is no longer found.
+    let results: Vec<(String, bool)> = added
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| (r.text(), r.is_error))
+        .collect();
+    assert_eq!(results[0], ("alpha ran".to_owned(), false));
+    assert_eq!(results[1], ("gamma ran".to_owned(), false));
+    assert!(results[2].1, "a removed tool is not found: {results:?}");
+    assert!(results[2].0.contains("alpha"), "{results:?}");
+}
+
+#[tokio::test]
+async fn an_update_that_keeps_the_offered_names_announces_nothing() {
+    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("done")]));
+    let context = AgentContext::new("").with_tools([tool("alpha"), tool("beta")]);
+    let config = AgentLoopConfig::new().prepare_next_turn(|_turn| async {
+        // The same names in another order, and a new prompt.
+        Some(
+            TurnUpdate::new()
+                .tools(vec![tool("beta"), tool("alpha")])
+                .system_prompt("Now be verbose."),
+        )
+    });
+    let added = run(context, config, Arc::clone(&model)).await;
+    let requests = model.requests();
+    assert!(announcements(&added).is_empty());
+    assert_eq!(
+        names(&requests[1]),
+        ["alpha", "beta"],
+        "the old order holds"
+    );
+    assert_eq!(requests[0].system_prompt, "");
+    assert_eq!(requests[1].system_prompt, "Now be verbose.");
+}
+
+#[tokio::test]
+async fn prepare_request_runs_before_every_request_and_can_swap_the_model() {
+    let first = Arc::new(ScriptedModel::new([call("c1", "alpha")]));
+    let second = Arc::new(ScriptedModel::new([text("from the second model")]));
+    let indexes = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&indexes);
+    let swap_to = Arc::clone(&second);
+    let config = AgentLoopConfig::new().prepare_request(move |request| {
+        seen.lock()
+            .unwrap()
+            .push((request.request_index, request.messages.len()));
+        let swap: Arc<dyn pi_runtime::Model> = swap_to.clone();
+        async move { (request.request_index == 1).then(|| TurnUpdate::new().model(swap)) }
+    });
+    let context = AgentContext::new("").with_tools([tool("alpha")]);
+    let added = run(context, config, Arc::clone(&first)).await;
+    assert_eq!(first.calls(), 1);
+    assert_eq!(second.calls(), 1);
+    // Before the first request the prompt is in the transcript; before the second, the
+    // first turn's call and result too.
+    assert_eq!(*indexes.lock().unwrap(), [(0, 1), (1, 3)]);
+    let last = added.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.model, "scripted-1");
+    assert_eq!(second.requests()[0].messages.len(), 3);
+}
+
+#[tokio::test]
+async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
+    let model = Arc::new(ScriptedModel::new([text("never")]));
+    let config = AgentLoopConfig::new().prepare_request(|_request| async {
+        panic!("no request today");
+        #[allow(unreachable_code)]
+        None
+    });
+    let added = run(AgentContext::new(""), config, Arc::clone(&model)).await;
+    assert_eq!(model.calls(), 0);
+    let last = added.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert!(
+        last.error_message
+            .as_deref()
+            .unwrap()
+            .contains("prepare_request panicked: no request today"),
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn finish_turn_ends_before_turn_end_and_continue_forces_one_more_request() {
+    // End: the model called a tool, but the run ends after that turn.
+    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("unused")]));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&order);
+    let config = AgentLoopConfig::new().finish_turn(move |turn| {
+        seen.lock().unwrap().push("finish_turn");
+        assert_eq!(turn.tool_results.len(), 1);
+        async { Some(FinishTurn::End) }
+    });
+    let context = AgentContext::new("").with_tools([tool("alpha")]);
+    let mut stream = agent_loop(
+        vec![Message::user("go")],
+        context,
+        config,
+        model.clone(),
+        CancellationToken::new(),
+    );
+    while let Some(event) = stream.next().await {
+        if event.kind() == "turn_end" {
+            order.lock().unwrap().push("turn_end");
+        }
+    }
+    assert_eq!(model.calls(), 1);
+    assert_eq!(*order.lock().unwrap(), ["finish_turn", "turn_end"]);
+
+    // Continue: the model answered without a call, and one more request is made anyway.
+    let model = Arc::new(ScriptedModel::new([text("first"), text("second")]));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&asked);
+    let config = AgentLoopConfig::new().finish_turn(move |_turn| {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        async move { (n == 0).then_some(FinishTurn::Continue) }
+    });
+    run(AgentContext::new(""), config, Arc::clone(&model)).await;
+    assert_eq!(model.calls(), 2);
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn should_stop_after_turn_still_ends_a_run_finish_turn_continues() {
+    let model = Arc::new(ScriptedModel::new([text("first"), text("second")]));
+    let config = AgentLoopConfig::new()
+        .finish_turn(|_turn| async { Some(FinishTurn::Continue) })
+        .should_stop_after_turn(|_turn| async { true });
+    run(AgentContext::new(""), config, Arc::clone(&model)).await;
+    assert_eq!(model.calls(), 1, "either hook ending the run ends it");
+}
+
+#[tokio::test]
+async fn agent_set_tools_during_a_run_takes_effect_at_the_next_turn() {
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "alpha"),
+        call("c2", "delta"),
+        text("done"),
+    ]));
+    let agent = Agent::new(model.clone()).with_tools(registry(&["alpha"]));
+    // A listener swaps the tools while the first call runs.
+    let swapper = agent.clone();
+    agent.subscribe(move |event, _signal| {
+        let swapper = swapper.clone();
+        async move {
+            if event.kind() == "tool_execution_start" {
+                swapper.set_tools(registry(&["alpha", "delta"]));
+            }
+        }
+    });
+    agent.prompt("go").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(names(&requests[0]), ["alpha"]);
+    assert_eq!(names(&requests[1]), ["alpha", "delta"]);
+    let messages = agent.messages();
+    assert_eq!(
+        announcements(&messages),
+        [(strings(&["delta"]), Vec::new())]
+    );
+    let delta = messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .find(|r| r.tool_name == "delta")
+        .unwrap();
+    assert!(!delta.is_error);
+}
+
+/// The announcement reaches the model on every API, as text on the user's side after the tool
+/// results (where the API takes it), and changes nothing else of the request.
+#[test]
+fn every_api_sends_the_announcement_as_a_note() {
+    let messages = vec![
+        Arc::new(Message::user("go")),
+        Arc::new(Message::Assistant(call("c1", "alpha"))),
+        Arc::new(Message::ToolResult(pi_runtime::ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "alpha".into(),
+            content: vec![pi_tool::Content::text("alpha ran")],
+            details: Value::Null,
+            is_error: false,
+            duration_ms: None,
+            timestamp: 0,
+        })),
+        Arc::new(Message::Custom(CustomMessage::tools_changed(
+            strings(&["gamma"]),
+            strings(&["alpha"]),
+        ))),
+    ];
+    let note = "[The tools available to you changed. New tools: gamma. Removed tools, which can no longer be called: alpha.]";
+    let context = || Context {
+        system_prompt: "Be brief.",
+        messages: &messages,
+        tools: &[],
+    };
+    let options = StreamOptions::default();
+
+    let completions = OpenAiCompletions::new("gpt-4o-mini").request_body(context(), &options);
+    let last = completions["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(text_of(&last["content"]), note);
+
+    let responses = OpenAiResponses::new("gpt-5").request_body(context(), &options);
+    let last = responses["input"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(text_of(&last["content"]), note);
+
+    let anthropic = AnthropicMessages::new("claude-sonnet-4-5").request_body(context(), &options);
+    let wire = anthropic["messages"].as_array().unwrap();
+    // After the user turn with the tool result comes one with the note (the API joins
+    // consecutive user turns, as it does for a steering message).
+    let [.., result, last] = wire.as_slice() else {
+        panic!("{anthropic}")
+    };
+    assert_eq!(result["content"][0]["type"], "tool_result");
+    assert_eq!(last["role"], "user");
+    assert_eq!(text_of(&last["content"]), note);
+
+    let google = GoogleGenerativeAi::new("gemini-2.5-flash").request_body(context(), &options);
+    let contents = google["contents"].as_array().unwrap();
+    let text = contents
+        .iter()
+        .flat_map(|c| c["parts"].as_array().unwrap())
+        .filter_map(|p| p["text"].as_str())
+        .next_back()
+        .unwrap();
+    assert_eq!(text, note);
+}
+
+/// A message's text, whether the API spells content as a string or as parts.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        other => panic!("content: {other}"),
+    }
+}

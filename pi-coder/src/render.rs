@@ -182,6 +182,12 @@ impl<'a> Renderer<'a> {
     }
 
     fn message_end(&mut self, message: &Message) {
+        if let Some(line) = tool_set_line(message) {
+            self.log_line_start();
+            self.log_text(&line);
+            let _ = self.log.flush();
+            return;
+        }
         let Some(assistant) = message.as_assistant() else {
             return;
         };
@@ -209,6 +215,37 @@ impl<'a> Renderer<'a> {
             _ => {}
         }
         let _ = self.log.flush();
+    }
+}
+
+/// The line that tells the user the model's tools changed: the tools a `tool_search` result
+/// loaded, or a `tools_changed` record's additions and removals; `None` for other messages.
+fn tool_set_line(message: &Message) -> Option<String> {
+    match message {
+        Message::ToolResult(result)
+            if result.tool_name == pi_tool::TOOL_SEARCH_NAME && !result.is_error =>
+        {
+            let loaded: Vec<&str> = pi_tool::loaded_by_search(&result.details).collect();
+            (!loaded.is_empty()).then(|| format!("  loaded: {}\n", loaded.join(", ")))
+        }
+        Message::Custom(custom) if custom.kind == pi_runtime::CustomMessage::TOOLS_CHANGED => {
+            let names = |field: &str, sign: char| -> Vec<String> {
+                custom.data[field]
+                    .as_array()
+                    .map(|names| {
+                        names
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|name| format!("{sign}{name}"))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let mut changes = names("added", '+');
+            changes.extend(names("removed", '-'));
+            Some(format!("  tools changed: {}\n", changes.join(" ")))
+        }
+        _ => None,
     }
 }
 
@@ -361,6 +398,32 @@ mod tests {
         assert_eq!(
             String::from_utf8(log).unwrap(),
             "● bash $ make a\n● read b.txt\n● bash $ make a\n  a1\n● read b.txt\n  b\n  ✓ read b.txt (3 ms)\n● bash $ make a\n  a2\n  ✓ bash $ make a (50 ms)\n"
+        );
+    }
+
+    #[test]
+    fn loaded_and_changed_tools_are_shown() {
+        let search: Message = serde_json::from_value(serde_json::json!({"role": "toolResult",
+            "toolCallId": "c1", "toolName": "tool_search",
+            "content": [{"type": "text", "text": "2 tools"}],
+            "details": {"tools": ["github_create_issue", "slack_post"]}}))
+        .unwrap();
+        let changed = Message::Custom(pi_runtime::CustomMessage::tools_changed(
+            vec!["b".into()],
+            vec!["a".into()],
+        ));
+        let (mut out, mut log) = (Vec::new(), Vec::new());
+        let mut renderer = Renderer::new(&mut out, &mut log);
+        renderer.event(&AgentEvent::MessageEnd {
+            message: Arc::new(search),
+        });
+        renderer.event(&AgentEvent::MessageEnd {
+            message: Arc::new(changed),
+        });
+        drop(renderer);
+        assert_eq!(
+            String::from_utf8(log).unwrap(),
+            "  loaded: github_create_issue, slack_post\n  tools changed: +b -a\n"
         );
     }
 

@@ -386,3 +386,49 @@ fn text_of(content: &Value) -> String {
         other => panic!("content: {other}"),
     }
 }
+
+#[tokio::test]
+async fn a_swap_keeps_loaded_deferred_tools_loaded_and_the_request_prefix() {
+    let deferred = |name: &str| -> Arc<dyn AgentTool> {
+        let answer = format!("{name} ran");
+        Arc::new(
+            FnTool::builder(
+                name,
+                format!("The {name} tool."),
+                json!({"type": "object", "properties": {}}),
+            )
+            .deferred()
+            .build(move |_args: Value, _ctx| {
+                let answer = answer.clone();
+                async move { answer }
+            })
+            .unwrap(),
+        )
+    };
+    let model = Arc::new(ScriptedModel::new([
+        // Calling a deferred tool by name loads it.
+        call("c1", "xray"),
+        call("c2", "zulu"),
+        text("done"),
+    ]));
+    let context =
+        AgentContext::new("").with_tools([tool("echo"), deferred("xray"), deferred("yank")]);
+    let (x, y) = (deferred("xray"), deferred("yank"));
+    let config = AgentLoopConfig::new().prepare_next_turn(move |turn| {
+        let first = turn
+            .new_messages
+            .iter()
+            .filter(|m| m.as_assistant().is_some())
+            .count()
+            == 1;
+        let tools = vec![tool("echo"), Arc::clone(&x), Arc::clone(&y), tool("zulu")];
+        async move { first.then(|| TurnUpdate::new().tools(tools)) }
+    });
+    let added = run(context, config, Arc::clone(&model)).await;
+    let requests = model.requests();
+    assert_eq!(names(&requests[0]), ["echo", "tool_search"]);
+    // `xray` stays loaded (the transcript loaded it); the new tool comes after the old prefix.
+    assert_eq!(names(&requests[1]), ["echo", "tool_search", "xray", "zulu"]);
+    assert_eq!(names(&requests[2]), ["echo", "tool_search", "xray", "zulu"]);
+    assert_eq!(announcements(&added), [(strings(&["zulu"]), Vec::new())]);
+}

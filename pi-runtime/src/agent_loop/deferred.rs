@@ -136,6 +136,23 @@ impl Deferral {
         self.show(tool.spec());
     }
 
+    /// Puts the specs that `before` named (a previous request's tools, in order) first, in
+    /// that order, and the others after them in their own order: a tool set swapped during a
+    /// run keeps the request's unchanged prefix.
+    pub(crate) fn keep_order(&mut self, before: &[String]) {
+        let position: std::collections::HashMap<&str, usize> = before
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.as_str(), i))
+            .collect();
+        self.specs.sort_by_key(|spec| {
+            position
+                .get(spec.name.as_str())
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+    }
+
     fn load(&mut self, name: &str, tools: &ToolSet) {
         if !self.deferred.contains(name) || self.visible.contains(name) {
             return;

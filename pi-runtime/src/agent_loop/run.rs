@@ -372,6 +372,9 @@ impl Run {
         );
         self.tools = installed.tools;
         self.deferral = installed.deferral;
+        if let Some(deferral) = &mut self.deferral {
+            deferral.keep_order(&before);
+        }
         self.options.tools = installed.request_tools;
         let after = tool_change::offered_names(self.offered_specs());
         if let Some((added, removed)) = tool_change::difference(&before, &after) {

@@ -108,7 +108,7 @@ mod bare {
                 added.push(serde_json::to_value(&message)?);
                 for block in message.tool_calls() {
                     let call = block.call.clone();
-                    let key = idempotency_key(ctx.key(), &call.id);
+                    let key = idempotency_key(ctx.key(), transcript.len(), &call.id);
                     let result: ToolResult = if self.remote {
                         let request = RemoteCall {
                             tool: call.name,

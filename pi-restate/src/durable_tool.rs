@@ -12,10 +12,28 @@ use serde_json::Value;
 
 use crate::journal::Journal;
 
-/// The idempotency key of one tool call: `<session id>/<tool call id>`. The same on every
-/// retry of the call, so a side-effecting tool can deduplicate with it.
-pub fn idempotency_key(session_id: &str, tool_call_id: &str) -> String {
-    format!("{session_id}/{tool_call_id}")
+/// The idempotency key of one tool call: `<session id>/<prompt>/<tool call id>`, where
+/// `prompt` is the length of the session's transcript when the prompt's invocation began. The
+/// same on every retry of the call, so a side-effecting tool can deduplicate with it; and never
+/// the same for calls of two prompts, even when a model reuses call ids (`call_0` from some
+/// OpenAI-compatible servers, scripted ids).
+pub fn idempotency_key(session_id: &str, prompt: usize, tool_call_id: &str) -> String {
+    format!("{session_id}/{prompt}/{tool_call_id}")
+}
+
+/// Where a wrapped tool's calls belong: the session, and the prompt (the transcript's length
+/// when the invocation began).
+#[derive(Clone, Debug)]
+pub(crate) struct CallScope {
+    pub(crate) session_id: Arc<str>,
+    pub(crate) prompt: usize,
+}
+
+impl CallScope {
+    /// The key of the call `tool_call_id` in this scope.
+    pub(crate) fn key(&self, tool_call_id: &str) -> String {
+        idempotency_key(&self.session_id, self.prompt, tool_call_id)
+    }
 }
 
 /// Wraps a local tool for a durable session: the tool runs inside `ctx.run`, its
@@ -32,7 +50,7 @@ pub fn idempotency_key(session_id: &str, tool_call_id: &str) -> String {
 pub struct DurableTool {
     inner: Arc<dyn AgentTool>,
     journal: Journal,
-    session_id: Arc<str>,
+    scope: CallScope,
     limits: CallLimits,
 }
 
@@ -40,13 +58,13 @@ impl DurableTool {
     pub(crate) fn new(
         inner: Arc<dyn AgentTool>,
         journal: Journal,
-        session_id: Arc<str>,
+        scope: CallScope,
         limits: CallLimits,
     ) -> Self {
         DurableTool {
             inner,
             journal,
-            session_id,
+            scope,
             limits,
         }
     }
@@ -104,7 +122,7 @@ impl AgentTool for DurableTool {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
-        let key = idempotency_key(&self.session_id, ctx.tool_call_id());
+        let key = self.scope.key(ctx.tool_call_id());
         let ctx = ctx.with_idempotency_key(key.clone());
         let tool = Arc::clone(&self.inner);
         let journal = self.journal.clone();

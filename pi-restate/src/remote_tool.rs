@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pi_tool::{AgentTool, BoxFuture, ExecutionMode, ToolContext, ToolError, ToolResult, ToolSpec};
 use serde_json::Value;
 
-use crate::durable_tool::idempotency_key;
+use crate::durable_tool::CallScope;
 use crate::journal::{Journal, Target};
 use crate::tool_service::{CALL_HANDLER, RemoteCall};
 
@@ -47,15 +47,15 @@ impl RemoteToolSpec {
 pub struct RemoteTool {
     remote: Arc<RemoteToolSpec>,
     journal: Journal,
-    session_id: Arc<str>,
+    scope: CallScope,
 }
 
 impl RemoteTool {
-    pub(crate) fn new(remote: Arc<RemoteToolSpec>, journal: Journal, session_id: Arc<str>) -> Self {
+    pub(crate) fn new(remote: Arc<RemoteToolSpec>, journal: Journal, scope: CallScope) -> Self {
         RemoteTool {
             remote,
             journal,
-            session_id,
+            scope,
         }
     }
 }
@@ -82,7 +82,7 @@ impl AgentTool for RemoteTool {
         args: Value,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
-        let key = idempotency_key(&self.session_id, ctx.tool_call_id());
+        let key = self.scope.key(ctx.tool_call_id());
         let call = RemoteCall {
             tool: self.remote.spec.name.clone(),
             tool_call_id: ctx.tool_call_id().to_owned(),

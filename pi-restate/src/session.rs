@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::approval::Approval;
 use crate::driver::drive;
 use crate::durable_model::DurableModel;
-use crate::durable_tool::DurableTool;
+use crate::durable_tool::{CallScope, DurableTool};
 use crate::inbox::INBOX_OBJECT;
 use crate::journal::{Journal, Target};
 use crate::remote_tool::{RemoteTool, RemoteToolSpec};
@@ -228,18 +228,17 @@ impl PiSession {
         let setup = &*self.setup;
         let mut offered = ToolRegistry::new();
         let limits = setup.config.call_limits();
+        let scope = CallScope {
+            session_id: Arc::clone(session_id),
+            prompt: stored.len(),
+        };
         for tool in setup.tools.tools() {
-            let wrapped = DurableTool::new(
-                Arc::clone(tool),
-                journal.clone(),
-                Arc::clone(session_id),
-                limits,
-            );
+            let wrapped =
+                DurableTool::new(Arc::clone(tool), journal.clone(), scope.clone(), limits);
             offered.register_arc(Arc::new(wrapped) as Arc<dyn AgentTool>);
         }
         for remote in &setup.remote {
-            let wrapped =
-                RemoteTool::new(Arc::clone(remote), journal.clone(), Arc::clone(session_id));
+            let wrapped = RemoteTool::new(Arc::clone(remote), journal.clone(), scope.clone());
             offered.register_arc(Arc::new(wrapped) as Arc<dyn AgentTool>);
         }
         let mut context = AgentContext::new(setup.system_prompt.clone())

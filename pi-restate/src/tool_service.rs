@@ -24,7 +24,8 @@ pub struct RemoteCall {
     /// The arguments as the session's loop validated them (validated again here, against
     /// the service's own copy of the tool).
     pub arguments: Value,
-    /// `<session id>/<tool call id>`: handed to the tool in its
+    /// `<session id>/<prompt>/<tool call id>` ([`idempotency_key`](crate::idempotency_key)):
+    /// handed to the tool in its
     /// [`ToolContext`](pi_tool::ToolContext).
     pub idempotency_key: String,
 }

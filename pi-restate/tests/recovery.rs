@@ -64,7 +64,7 @@ fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() 
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "remote", "go", None));
         wait_for_ledger(&ledger, "the victim tool to start", |lines| {
-            count(lines, "start victim remote/c2") == 1
+            count(lines, "start victim remote/0/c2") == 1
         });
         tools.kill();
         tools.restart();
@@ -76,14 +76,14 @@ fn a_remote_tool_service_killed_mid_call_runs_the_call_again_and_nothing_else() 
     });
 
     let lines = ledger_lines(&ledger);
-    assert_eq!(count(&lines, "start first remote/c1"), 1, "{lines:?}");
-    assert_eq!(count(&lines, "done first remote/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "start first remote/0/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done first remote/0/c1"), 1, "{lines:?}");
     assert_eq!(
-        count(&lines, "start victim remote/c2"),
+        count(&lines, "start victim remote/0/c2"),
         2,
         "run again, same key: {lines:?}"
     );
-    assert_eq!(count(&lines, "done victim remote/c2"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done victim remote/0/c2"), 1, "{lines:?}");
     assert_eq!(
         model.requests(),
         3,
@@ -100,7 +100,7 @@ fn assert_not_run_again(
     ledger: &std::path::Path,
 ) {
     let lines = ledger_lines(ledger);
-    let key = format!("{session}/c2");
+    let key = format!("{session}/0/c2");
     assert_eq!(
         count(&lines, &format!("start victim {key}")),
         1,
@@ -144,7 +144,7 @@ fn a_never_replayed_tool_interrupted_by_a_crash_is_answered_not_run_again() {
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "once", "go", None));
         wait_for_ledger(&ledger, "the victim tool to start", |lines| {
-            count(lines, "start victim once/c2") == 1
+            count(lines, "start victim once/0/c2") == 1
         });
         service.kill();
         service.restart();
@@ -168,7 +168,7 @@ fn a_never_replayed_remote_tool_whose_service_was_killed_is_answered_not_run_aga
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "remote-once", "go", None));
         wait_for_ledger(&ledger, "the victim tool to start", |lines| {
-            count(lines, "start victim remote-once/c2") == 1
+            count(lines, "start victim remote-once/0/c2") == 1
         });
         tools.kill();
         tools.restart();
@@ -244,7 +244,7 @@ fn an_approval_waits_across_a_restart_of_the_service_and_a_denial_blocks_the_cal
         "the request was announced once, not again on replay"
     );
     assert_eq!(
-        count(&ledger_lines(&ledger), "done approve-deploy ok/c1"),
+        count(&ledger_lines(&ledger), "done approve-deploy ok/0/c1"),
         1
     );
 
@@ -273,7 +273,7 @@ fn an_approval_waits_across_a_restart_of_the_service_and_a_denial_blocks_the_cal
     assert_eq!(result["isError"], true);
     assert_eq!(result["content"][0]["text"], "not on a Friday");
     assert_eq!(
-        count(&ledger_lines(&ledger), "start approve-deploy no/c1"),
+        count(&ledger_lines(&ledger), "start approve-deploy no/0/c1"),
         0
     );
 }
@@ -290,7 +290,7 @@ fn a_restate_server_restart_mid_session_loses_no_completed_step() {
     let ingress = restate.ingress;
     let first_try = std::thread::spawn(move || prompt_at(ingress, "server", "go", Some("run-1")));
     wait_for_ledger(&ledger, "the victim tool to start", |lines| {
-        count(lines, "start victim server/c2") == 1
+        count(lines, "start victim server/0/c2") == 1
     });
     // The server dies with the invocation in flight (the client's connection with it) and
     // starts again on its base directory.
@@ -304,14 +304,14 @@ fn a_restate_server_restart_mid_session_loses_no_completed_step() {
     assert_eq!(last_text(&outcome), "finished");
 
     let lines = ledger_lines(&ledger);
-    assert_eq!(count(&lines, "start first server/c1"), 1, "{lines:?}");
-    assert_eq!(count(&lines, "done first server/c1"), 1, "{lines:?}");
-    assert!(count(&lines, "start victim server/c2") >= 1, "{lines:?}");
+    assert_eq!(count(&lines, "start first server/0/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done first server/0/c1"), 1, "{lines:?}");
+    assert!(count(&lines, "start victim server/0/c2") >= 1, "{lines:?}");
     assert!(
         lines
             .iter()
             .filter(|l| l.contains("victim"))
-            .all(|l| l.ends_with("server/c2")),
+            .all(|l| l.ends_with("server/0/c2")),
         "one key for every attempt: {lines:?}"
     );
     assert_eq!(
@@ -338,7 +338,7 @@ fn abort_cancels_the_running_prompt_and_the_session_takes_the_next_one() {
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "stop", "go", None));
         wait_for_ledger(&ledger, "the long tool to start", |lines| {
-            count(lines, "start long stop/c1") == 1
+            count(lines, "start long stop/0/c1") == 1
         });
         let (status, body) = restate
             .ingress_request("POST", "/PiSession/stop/abort", &[], b"")
@@ -362,4 +362,40 @@ fn abort_cancels_the_running_prompt_and_the_session_takes_the_next_one() {
     let next = prompt(&restate, "stop", "next", None).expect("the next prompt runs");
     assert!(next["newMessages"].is_array());
     assert_eq!(model.requests(), 2);
+}
+
+/// A model that reuses a call id in a later prompt (some OpenAI-compatible servers number their
+/// calls `call_0`, ...): each prompt's call is its own durable request to the tool service, not
+/// the first prompt's answered again from Restate's idempotency store.
+#[test]
+fn two_prompts_whose_remote_calls_share_an_id_each_run_their_own_call() {
+    let Some(restate) = support::restate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = MockModel::start(vec![
+        Reply::Calls(vec![("c1", "work", json!({"label": "one", "ms": 0}))]),
+        Reply::Text("first done"),
+        Reply::Calls(vec![("c1", "work", json!({"label": "two", "ms": 0}))]),
+        Reply::Text("second done"),
+    ]);
+    let (ledger, _sessions, _tools) = start_remote_services(&restate, &dir, &model.url());
+    prompt(&restate, "reuse", "go", None).expect("the first prompt completes");
+    let second = prompt(&restate, "reuse", "again", None).expect("the second prompt completes");
+    assert_eq!(last_text(&second), "second done");
+
+    let lines = ledger_lines(&ledger);
+    // The first prompt began on an empty transcript, the second after its four messages.
+    assert_eq!(count(&lines, "done one reuse/0/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done two reuse/4/c1"), 1, "{lines:?}");
+    let results: Vec<String> = transcript(&restate, "reuse")
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| r.text())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_ne!(
+        results[0], results[1],
+        "each call has its own result: {results:?}"
+    );
 }

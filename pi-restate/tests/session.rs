@@ -91,8 +91,8 @@ fn a_durable_multi_turn_session_has_the_in_process_agents_transcript() {
     assert_eq!(returned, durable, "timestamps included");
     // Each tool ran once, with the session's idempotency key.
     let lines = ledger_lines(&durable_ledger);
-    assert_eq!(count(&lines, "start p multi/c2"), 1, "{lines:?}");
-    assert_eq!(count(&lines, "done q multi/c3"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "start p multi/0/c2"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done q multi/0/c3"), 1, "{lines:?}");
     assert_eq!(
         count(&ledger_lines(&local_ledger), "done q -"),
         1,
@@ -116,10 +116,10 @@ fn a_service_killed_mid_tool_resumes_without_repeating_completed_steps() {
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "crash", "go", None));
         wait_for_ledger(&ledger, "the victim tool to start", |lines| {
-            count(lines, "start victim crash/c2") == 1
+            count(lines, "start victim crash/0/c2") == 1
         });
         service.kill();
-        assert_eq!(count(&ledger_lines(&ledger), "done victim crash/c2"), 0);
+        assert_eq!(count(&ledger_lines(&ledger), "done victim crash/0/c2"), 0);
         service.restart();
         let outcome = running
             .join()
@@ -133,14 +133,14 @@ fn a_service_killed_mid_tool_resumes_without_repeating_completed_steps() {
     });
 
     let lines = ledger_lines(&ledger);
-    assert_eq!(count(&lines, "start first crash/c1"), 1, "{lines:?}");
-    assert_eq!(count(&lines, "done first crash/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "start first crash/0/c1"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done first crash/0/c1"), 1, "{lines:?}");
     assert_eq!(
-        count(&lines, "start victim crash/c2"),
+        count(&lines, "start victim crash/0/c2"),
         2,
         "run again: {lines:?}"
     );
-    assert_eq!(count(&lines, "done victim crash/c2"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "done victim crash/0/c2"), 1, "{lines:?}");
     assert_eq!(
         model.requests(),
         3,
@@ -165,7 +165,7 @@ fn the_same_prompt_sent_twice_with_one_idempotency_key_runs_once() {
     let second = prompt(&restate, "idem", "go", Some("prompt-1")).expect("second");
     assert_eq!(first, second, "the second answer is the first one's");
     assert_eq!(model.requests(), 2);
-    assert_eq!(count(&ledger_lines(&ledger), "start once idem/c1"), 1);
+    assert_eq!(count(&ledger_lines(&ledger), "start once idem/0/c1"), 1);
     assert_eq!(
         transcript(&restate, "idem").len(),
         4,
@@ -192,7 +192,7 @@ fn a_steering_message_sent_while_a_tool_runs_reaches_the_next_model_request() {
     std::thread::scope(|scope| {
         let running = scope.spawn(|| prompt(&restate, "steer", "go", None));
         wait_for_ledger(&ledger, "the slow tool to start", |lines| {
-            count(lines, "start slow steer/c1") == 1
+            count(lines, "start slow steer/0/c1") == 1
         });
         let (status, body) = restate
             .ingress_request(

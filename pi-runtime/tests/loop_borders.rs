@@ -4,7 +4,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::*;
@@ -28,29 +28,18 @@ impl Drop for StopOnDrop {
 }
 
 /// A tool that starts a thread reporting progress through a clone of its context until the
-/// test ends, then aborts the run (through `abort`) and itself ignores the abort forever.
-fn leaky(abort: Option<CancellationToken>, stop: Arc<AtomicBool>) -> FnTool {
+/// test ends, and itself ignores the abort forever.
+fn leaky(stop: Arc<AtomicBool>) -> FnTool {
     FnTool::value("leaky", move |_, ctx: ToolContext| {
-        let abort = abort.clone();
         let stop = Arc::clone(&stop);
         async move {
-            let sent = Arc::new(AtomicUsize::new(0));
             let reporter = ctx.clone();
-            let counter = Arc::clone(&sent);
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     reporter.update(ToolResult::text("still here"));
-                    counter.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(1));
                 }
             });
-            // Make sure the leftover reporter is running before the run is aborted.
-            while sent.load(Ordering::SeqCst) == 0 {
-                tokio::task::yield_now().await;
-            }
-            if let Some(abort) = abort {
-                abort.cancel();
-            }
             std::future::pending::<()>().await;
             Ok(ToolResult::text("never"))
         }
@@ -58,11 +47,18 @@ fn leaky(abort: Option<CancellationToken>, stop: Arc<AtomicBool>) -> FnTool {
 }
 
 /// Collects the events in lockstep, pausing after each one, so that a leftover reporter has
-/// every chance to slip an update in between (a consumer that awaits work per event).
-async fn collect_slowly(stream: AgentStream) -> Vec<AgentEvent> {
+/// every chance to slip an update in between (a consumer that awaits work per event). With
+/// `abort`, aborts the run once the first update of a call has arrived (so the run is aborted
+/// while the reporter is known to be running, however slow the machine).
+async fn collect_slowly(stream: AgentStream, abort: Option<CancellationToken>) -> Vec<AgentEvent> {
     let mut stream = stream.lockstep();
     let mut events = Vec::new();
     while let Some(event) = stream.next_event().await {
+        if matches!(event, AgentEvent::ToolExecutionUpdate { .. })
+            && let Some(abort) = &abort
+        {
+            abort.cancel();
+        }
         events.push(event);
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -81,7 +77,7 @@ async fn a_call_answered_after_the_abort_grace_sends_no_more_updates() {
         let _stop = StopOnDrop(Arc::clone(&stop));
         let signal = CancellationToken::new();
         let context = AgentContext::new("")
-            .with_tool(leaky(Some(signal.clone()), stop))
+            .with_tool(leaky(stop))
             .with_tool(EchoTool);
         let model = Arc::new(ScriptedModel::new([
             calls(vec![
@@ -93,8 +89,14 @@ async fn a_call_answered_after_the_abort_grace_sends_no_more_updates() {
         let config = AgentLoopConfig::new()
             .tool_execution(mode)
             .abort_grace(Duration::from_millis(10));
-        let stream = agent_loop(vec![Message::user("go")], context, config, model, signal);
-        let events = tokio::time::timeout(HANG, collect_slowly(stream))
+        let stream = agent_loop(
+            vec![Message::user("go")],
+            context,
+            config,
+            model,
+            signal.clone(),
+        );
+        let events = tokio::time::timeout(HANG, collect_slowly(stream, Some(signal)))
             .await
             .unwrap_or_else(|_| panic!("{mode:?}: the stream did not end"));
 
@@ -135,7 +137,7 @@ async fn prompt_returns_while_a_leftover_task_keeps_reporting() {
     ]));
     let agent = Agent::new(model)
         .with_config(AgentLoopConfig::new().abort_grace(Duration::from_millis(10)));
-    agent.set_tool_list(vec![leaky(None, stop).arc()]);
+    agent.set_tool_list(vec![leaky(stop).arc()]);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
     let aborter = agent.clone();

@@ -41,6 +41,14 @@ impl Model for DurableModel {
         self.inner.accepts_images()
     }
 
+    fn native_tool_search(&self) -> bool {
+        self.inner.native_tool_search()
+    }
+
+    fn native_code_calls(&self) -> bool {
+        self.inner.native_code_calls()
+    }
+
     fn stream<'a>(
         &'a self,
         context: Context<'a>,

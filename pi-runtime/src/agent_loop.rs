@@ -135,7 +135,8 @@ fn start(
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
     let native_search = options.tool_search.is_native() && model.native_tool_search();
-    let installed = tool_change::install(tools, &messages, native_search, None);
+    let native_code = options.native_code_calls && model.native_code_calls();
+    let installed = tool_change::install(tools, &messages, native_search, native_code, None);
     options.tools = installed.request_tools;
     let (tools, deferral) = (installed.tools, installed.deferral);
     let mut all_state = available.state().clone();

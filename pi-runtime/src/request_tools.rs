@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use pi_tool::{AgentTool, ArgumentValidator, ToolSpec};
+use pi_tool::{AgentTool, ArgumentValidator, ToolCallers, ToolSpec};
 use serde_json::Value;
 
 use crate::providers::{Lowered, SchemaMode, lower_schema};
@@ -135,6 +135,13 @@ impl RequestTools {
             .is_some_and(|wire| wire.eager_input_streaming)
     }
 
+    /// Who may call the tool named `name` ([`ToolCallers::Both`] for a tool not in the cache).
+    pub fn callers(&self, name: &str) -> ToolCallers {
+        self.by_name
+            .get(name)
+            .map_or(ToolCallers::Both, |wire| wire.callers)
+    }
+
     /// Whether any tool is deferred.
     pub fn any_deferred(&self) -> bool {
         self.by_name.values().any(|wire| wire.deferred)
@@ -169,6 +176,7 @@ impl RequestTools {
 /// One tool's entry in [`RequestTools`].
 struct ToolWire {
     deferred: bool,
+    callers: ToolCallers,
     /// The tool's examples that pass its own validation.
     examples: Vec<Value>,
     eager_input_streaming: bool,
@@ -184,6 +192,7 @@ impl ToolWire {
     fn of(tool: &Arc<dyn AgentTool>) -> Self {
         ToolWire {
             deferred: tool.deferred(),
+            callers: tool.callers(),
             examples: valid_examples(tool.as_ref()),
             eager_input_streaming: tool.eager_input_streaming(),
             tool: Arc::clone(tool),

@@ -210,6 +210,11 @@ impl Model for ScriptedModel {
         matches!(self.api.as_str(), "anthropic-messages" | "openai-responses")
     }
 
+    /// A scripted stand-in for OpenAI Responses runs the model's code, as the API does.
+    fn native_code_calls(&self) -> bool {
+        self.api == "openai-responses"
+    }
+
     fn provider(&self) -> &str {
         &self.provider
     }

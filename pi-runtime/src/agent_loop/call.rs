@@ -10,8 +10,8 @@ use std::task::Poll;
 use futures_util::future::{Either, select};
 use pi_tool::{
     AgentTool, Deadline, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage,
-    code_only_message, execute_prepared, execute_within, fit_result, prepare_call_within,
-    tool_not_found_message,
+    code_only_message, execute_prepared, execute_within, fit_result, model_only_message,
+    prepare_call_within, tool_not_found_message,
 };
 use tracing::Span;
 
@@ -131,7 +131,13 @@ impl<'b> Batch<'_, 'b> {
             let missing = tool_not_found_message(call.name(), self.env.tools.names());
             return Preparation::Immediate(call, ToolResult::error(missing));
         };
-        if !tool.callers().allows_model() {
+        // A call the API's code runner made (it carries a `caller`) is code calling.
+        if called_by_code(call.block()) {
+            if !tool.callers().allows_code() {
+                let refusal = ToolResult::error(model_only_message(call.name()));
+                return Preparation::Immediate(call, refusal);
+            }
+        } else if !tool.callers().allows_model() {
             let refusal = ToolResult::error(code_only_message(call.name()));
             return Preparation::Immediate(call, refusal);
         }
@@ -347,4 +353,16 @@ pub(super) async fn poll_once_in<F: Future + Unpin>(
 /// Polls a future once with the current task's context.
 pub(super) async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
+}
+
+/// Whether the API's own code runner made the call: its block carries a `caller` that is not
+/// the model itself (OpenAI's `{"type": "program", ..}`; a `{"type": "direct"}` caller is the
+/// model's own call).
+fn called_by_code(block: &crate::message::ToolCallBlock) -> bool {
+    block
+        .provider_fields
+        .get("caller")
+        .and_then(|caller| caller.get("type"))
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|kind| kind != "direct")
 }

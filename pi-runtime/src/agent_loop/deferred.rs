@@ -43,6 +43,8 @@ pub(crate) struct Deferral {
     visible: HashSet<String>,
     /// What each request carries, in the order the tools became visible.
     specs: Vec<ToolSpec>,
+    /// The API runs the model's own code: code-only tools are sent too (for its programs).
+    code_native: bool,
 }
 
 impl Deferral {
@@ -77,14 +79,21 @@ impl Deferral {
     /// The state at the start of a run: the non-deferred tools of `tools` in their order, then
     /// what `transcript` loaded, in the order it loaded them. With the API's own search
     /// (`native`) every offered tool is sent from the start (the provider marks the deferred ones).
-    pub(crate) fn new(tools: &ToolSet, transcript: &[Arc<Message>], native: bool) -> Deferral {
+    /// With the API's own code runner (`code_native`) code-only tools are sent as well.
+    pub(crate) fn new(
+        tools: &ToolSet,
+        transcript: &[Arc<Message>],
+        native: bool,
+        code_native: bool,
+    ) -> Deferral {
         let mut deferral = Deferral {
             deferred: HashSet::new(),
             visible: HashSet::new(),
             specs: Vec::new(),
+            code_native,
         };
         for tool in tools.tools() {
-            if !offered(tool.as_ref()) {
+            if !offered(tool.as_ref()) && !code_native {
                 continue;
             }
             if tool.deferred() && !native {
@@ -127,7 +136,7 @@ impl Deferral {
     /// A tool a result's `added_tool_names` brought into the tool set: sent from now on,
     /// deferred or not (the result asked for it by name).
     pub(crate) fn activated(&mut self, tool: &dyn AgentTool) {
-        if !offered(tool) {
+        if !offered(tool) && !self.code_native {
             return;
         }
         if tool.deferred() {

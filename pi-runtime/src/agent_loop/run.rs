@@ -234,7 +234,9 @@ impl Run {
                         // The first tool the model is not offered: requests need a view now.
                         let native =
                             self.options.tool_search.is_native() && self.model.native_tool_search();
-                        self.deferral = Some(Deferral::new(&self.tools, &self.transcript, native));
+                        let code = self.native_code();
+                        self.deferral =
+                            Some(Deferral::new(&self.tools, &self.transcript, native, code));
                     }
                     if let Some(deferral) = &mut self.deferral {
                         deferral.activated(tool.as_ref());
@@ -328,6 +330,11 @@ impl Run {
         self.options.tool_search.is_native() && self.model.native_tool_search()
     }
 
+    /// Whether requests offer the API's own code runner.
+    fn native_code(&self) -> bool {
+        self.options.native_code_calls && self.model.native_code_calls()
+    }
+
     /// Applies a hook's update for the rest of the run; a change of the tools the model is
     /// offered is announced with a `tools_changed` record before the next request.
     async fn apply(&mut self, update: TurnUpdate) {
@@ -337,7 +344,7 @@ impl Run {
             model,
             stream_options,
         } = update;
-        let was_native = self.native_search();
+        let was_native = (self.native_search(), self.native_code());
         if let Some(prompt) = system_prompt {
             self.system_prompt = prompt;
         }
@@ -351,9 +358,11 @@ impl Run {
         }
         let tools = match tools {
             Some(tools) => Some(tool_change::keep_order(tools, &self.tools)),
-            // The API's own search came or went with the model or the options: the same tools,
-            // with or without the local `tool_search`.
-            None if self.native_search() != was_native => Some(self.tools.tools().to_vec()),
+            // The API's own search or code runner came or went with the model or the options:
+            // the same tools, with or without the local `tool_search` and the code-only tools.
+            None if (self.native_search(), self.native_code()) != was_native => {
+                Some(self.tools.tools().to_vec())
+            }
             None => None,
         };
         if let Some(tools) = tools {
@@ -368,6 +377,7 @@ impl Run {
             tools,
             &self.transcript,
             self.native_search(),
+            self.native_code(),
             Some(&self.options.tools),
         );
         self.tools = installed.tools;

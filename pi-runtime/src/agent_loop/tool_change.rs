@@ -25,12 +25,14 @@ pub(crate) struct Installed {
 
 /// Builds the run's tool set from `tools`. With the API's own search (`native`) every offered
 /// schema is sent (deferred ones marked) and the local `tool_search` is not offered; otherwise
-/// deferred schemas wait for the transcript to load them. `previous` is the cache of lowered
-/// schemas to keep entries from.
+/// deferred schemas wait for the transcript to load them. With the API's own code runner
+/// (`native_code`) code-only tools are sent too. `previous` is the cache of lowered schemas to
+/// keep entries from.
 pub(crate) fn install(
     mut tools: Vec<Arc<dyn AgentTool>>,
     transcript: &[Arc<Message>],
     native: bool,
+    native_code: bool,
     previous: Option<&RequestTools>,
 ) -> Installed {
     if native {
@@ -44,7 +46,7 @@ pub(crate) fn install(
     };
     let needs_view = deferred::needs_view(&tools);
     let tools = Arc::new(ToolSet::new(tools));
-    let deferral = needs_view.then(|| Deferral::new(&tools, transcript, native));
+    let deferral = needs_view.then(|| Deferral::new(&tools, transcript, native, native_code));
     Installed {
         tools,
         deferral,

@@ -64,13 +64,22 @@ impl OpenAiResponses {
         if !context.system_prompt.is_empty() {
             input.push(json!({"role": "system", "content": context.system_prompt}));
         }
+        // The `caller` of each call a program made: its output names the same caller.
+        let mut callers: HashMap<String, Value> = HashMap::new();
         for message in &transform(context.messages, target) {
             match message {
                 Message::User(user) => {
                     let parts: Vec<Value> = user.content.iter().map(input_part).collect();
                     input.push(json!({"role": "user", "content": parts}));
                 }
-                Message::Assistant(assistant) => assistant_items(assistant, &mut input),
+                Message::Assistant(assistant) => {
+                    for block in assistant.tool_calls() {
+                        if let Some(caller) = block.provider_fields.get("caller") {
+                            callers.insert(call_id(&block.call.id).to_owned(), caller.clone());
+                        }
+                    }
+                    assistant_items(assistant, &mut input);
+                }
                 Message::ToolResult(result) => {
                     let has_images = result
                         .content
@@ -81,7 +90,13 @@ impl OpenAiResponses {
                     } else {
                         json!(text_of(&result.content))
                     };
-                    input.push(json!({"type": "function_call_output", "call_id": call_id(&result.tool_call_id), "output": output}));
+                    let id = call_id(&result.tool_call_id);
+                    let mut item =
+                        json!({"type": "function_call_output", "call_id": id, "output": output});
+                    if let Some(caller) = callers.get(id) {
+                        item["caller"] = caller.clone();
+                    }
+                    input.push(item);
                 }
                 Message::Custom(_) => {}
             }
@@ -128,9 +143,17 @@ impl OpenAiResponses {
 fn responses_tools(specs: &[ToolSpec], options: &StreamOptions, strict: bool) -> Vec<Value> {
     let (sent, deferred) = crate::request_tools::split_for_native_search(specs, options);
     let mut tools: Vec<Value> = sent
-        .into_iter()
+        .iter()
         .map(|spec| responses_tool(spec, options, strict))
         .collect();
+    // Programmatic tool calling: the API's code runner, and who may call each tool.
+    if options.native_code_calls
+        && sent
+            .iter()
+            .any(|spec| options.tools.callers(&spec.name).allows_code())
+    {
+        tools.insert(0, json!({"type": "programmatic_tool_calling"}));
+    }
     if !deferred.is_empty() {
         tools.push(json!({"type": "tool_search"}));
         for spec in deferred {
@@ -150,7 +173,19 @@ fn responses_tool(spec: &ToolSpec, options: &StreamOptions, strict: bool) -> Val
         Some(lowered) if lowered.qualifies() => (lowered.schema.clone(), true),
         _ => (object_root(&spec.parameters).into_owned(), false),
     };
-    json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict})
+    let mut tool = json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict});
+    if options.native_code_calls {
+        let callers = options.tools.callers(&spec.name);
+        let allowed: &[&str] = match (callers.allows_model(), callers.allows_code()) {
+            (true, true) => &["direct", "programmatic"],
+            (false, true) => &["programmatic"],
+            _ => &[],
+        };
+        if !allowed.is_empty() {
+            tool["allowed_callers"] = json!(allowed);
+        }
+    }
+    tool
 }
 
 fn tool_choice(choice: &ToolChoice) -> Value {
@@ -622,6 +657,10 @@ impl crate::model::Model for OpenAiResponses {
     model_identity!();
 
     fn native_tool_search(&self) -> bool {
+        true
+    }
+
+    fn native_code_calls(&self) -> bool {
         true
     }
 

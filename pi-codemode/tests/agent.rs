@@ -207,3 +207,99 @@ return results.map(r => r.status === 'fulfilled' ? r.value.temp : r.reason.messa
         .text();
     assert_eq!(result, "[12,\"city_3: city 3 is off limits\"]");
 }
+
+/// The same fan-out with a model of each API's shape, and the next request as each API's
+/// client writes it: the `code` tool's schema is sent, the script (quotes, newlines, non-ASCII)
+/// goes back in the call's arguments unchanged, and the script's value is the call's result.
+#[tokio::test]
+async fn a_code_call_round_trips_through_every_apis_request() {
+    use pi_runtime::providers::{
+        AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+    };
+    use pi_runtime::{Context, RequestTools, StreamOptions};
+
+    let script =
+        "const t = await tools.city_3({unit: 'c'});\n// \"Zürich\" — 3°\nreturn `max ${t.temp}`;";
+    for api in [
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+        "google-generative-ai",
+    ] {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let tools = cities(&calls);
+        let tools = tools.clone().with(CodeTool::new(&tools));
+        let model = Arc::new(
+            ScriptedModel::new([
+                AssistantMessage::new(
+                    vec![AssistantContent::tool_call(
+                        "k1",
+                        "code",
+                        json!({ "script": script }),
+                    )],
+                    StopReason::ToolUse,
+                ),
+                AssistantMessage::new(vec![AssistantContent::text("13")], StopReason::Stop),
+            ])
+            .with_identity(api, "test", "m1"),
+        );
+        let agent = Agent::new(model.clone()).with_tools(tools.clone());
+        agent.prompt("How warm is city 3?").await.unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{api}");
+
+        let request = &model.requests()[1];
+        let result = request.messages.last().unwrap().as_tool_result().unwrap();
+        assert_eq!(
+            (result.text().as_str(), result.is_error),
+            ("\"max 13\"", false),
+            "{api}"
+        );
+
+        let all: Vec<Arc<dyn pi_tool::AgentTool>> = tools.tools().cloned().collect();
+        let mut options = StreamOptions::default();
+        options.tools = RequestTools::of(&all);
+        let context = Context {
+            system_prompt: "",
+            messages: &request.messages,
+            tools: &request.tools,
+        };
+        // The script as each API's wire carries the call's arguments.
+        let body = match api {
+            "openai-completions" => OpenAiCompletions::new("m1").request_body(context, &options),
+            "openai-responses" => OpenAiResponses::new("m1").request_body(context, &options),
+            "anthropic-messages" => AnthropicMessages::new("m1").request_body(context, &options),
+            _ => GoogleGenerativeAi::new("m1").request_body(context, &options),
+        };
+        let text = body.to_string();
+        let sent_script = find_script(&body).unwrap_or_else(|| panic!("{api}: {text}"));
+        assert_eq!(sent_script, script, "{api}");
+        assert!(text.contains("max 13"), "{api}: the result is sent: {text}");
+        assert!(
+            text.contains("\"code\""),
+            "{api}: the code tool is offered: {text}"
+        );
+    }
+}
+
+/// The `script` argument of the `code` call in a request body, however the API spells the
+/// arguments (a JSON string, or an object).
+fn find_script(value: &Value) -> Option<String> {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(script)) = map.get("script") {
+                return Some(script.clone());
+            }
+            for key in ["arguments", "input", "args"] {
+                if let Some(Value::String(text)) = map.get(key)
+                    && let Ok(parsed) = serde_json::from_str::<Value>(text)
+                    && let Some(script) = find_script(&parsed)
+                {
+                    return Some(script);
+                }
+            }
+            map.values().find_map(find_script)
+        }
+        Value::Array(items) => items.iter().find_map(find_script),
+        _ => None,
+    }
+}

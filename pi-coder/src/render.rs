@@ -228,21 +228,11 @@ fn tool_set_line(message: &Message) -> Option<String> {
             let loaded: Vec<&str> = pi_tool::loaded_by_search(&result.details).collect();
             (!loaded.is_empty()).then(|| format!("  loaded: {}\n", loaded.join(", ")))
         }
-        Message::Custom(custom) if custom.kind == pi_runtime::CustomMessage::TOOLS_CHANGED => {
-            let names = |field: &str, sign: char| -> Vec<String> {
-                custom.data[field]
-                    .as_array()
-                    .map(|names| {
-                        names
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(|name| format!("{sign}{name}"))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let mut changes = names("added", '+');
-            changes.extend(names("removed", '-'));
+        Message::Custom(custom) => {
+            let (added, removed) = custom.changed_tools()?;
+            let added = added.iter().map(|name| format!("+{name}"));
+            let removed = removed.iter().map(|name| format!("-{name}"));
+            let changes: Vec<String> = added.chain(removed).collect();
             Some(format!("  tools changed: {}\n", changes.join(" ")))
         }
         _ => None,

@@ -134,8 +134,7 @@ fn start(
     } = context;
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
-    let native_search = options.tool_search.is_native() && model.native_tool_search();
-    let native_code = options.native_code_calls && model.native_code_calls();
+    let (native_search, native_code) = tool_change::natives(&options, model.as_ref());
     let installed = tool_change::install(tools, &messages, native_search, native_code, None);
     options.tools = installed.request_tools;
     let (tools, deferral) = (installed.tools, installed.deferral);

@@ -385,10 +385,9 @@ impl CustomMessage {
         }
     }
 
-    /// The text a model reads for this message: a note naming the added and removed tools for
-    /// a [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record; `None` for every other kind, which
-    /// models never see (unless `convert_to_llm` turns them into something they do).
-    pub fn model_note(&self) -> Option<String> {
+    /// For a [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record: the names it says were added and
+    /// removed (names that are not strings are skipped); `None` for every other kind.
+    pub fn changed_tools(&self) -> Option<(Vec<&str>, Vec<&str>)> {
         if self.kind != Self::TOOLS_CHANGED {
             return None;
         }
@@ -399,7 +398,14 @@ impl CustomMessage {
                 .map(|names| names.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default()
         };
-        let (added, removed) = (names("added"), names("removed"));
+        Some((names("added"), names("removed")))
+    }
+
+    /// The text a model reads for this message: a note naming the added and removed tools for
+    /// a [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record; `None` for every other kind, which
+    /// models never see (unless `convert_to_llm` turns them into something they do).
+    pub fn model_note(&self) -> Option<String> {
+        let (added, removed) = self.changed_tools()?;
         let mut note = String::from("[The tools available to you changed.");
         if !added.is_empty() {
             note.push_str(" New tools: ");

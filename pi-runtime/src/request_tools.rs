@@ -87,15 +87,7 @@ pub struct RequestTools {
 impl RequestTools {
     /// The information of `tools` (the first of two with one name wins, as in the loop).
     pub fn of(tools: &[Arc<dyn AgentTool>]) -> Self {
-        let mut by_name = HashMap::with_capacity(tools.len());
-        for tool in tools {
-            by_name
-                .entry(tool.spec().name.clone())
-                .or_insert_with(|| Arc::new(ToolWire::of(tool)));
-        }
-        RequestTools {
-            by_name: Arc::new(by_name),
-        }
+        RequestTools::default().updated(tools)
     }
 
     /// The information of `tools`, keeping this cache's entries (and the schemas already

@@ -93,7 +93,7 @@ impl Deferral {
             code_native,
         };
         for tool in tools.tools() {
-            if !offered(tool.as_ref()) && !code_native {
+            if !sent(tool.as_ref(), code_native) {
                 continue;
             }
             if tool.deferred() && !native {
@@ -136,7 +136,7 @@ impl Deferral {
     /// A tool a result's `added_tool_names` brought into the tool set: sent from now on,
     /// deferred or not (the result asked for it by name).
     pub(crate) fn activated(&mut self, tool: &dyn AgentTool) {
-        if !offered(tool) && !self.code_native {
+        if !sent(tool, self.code_native) {
             return;
         }
         if tool.deferred() {
@@ -149,17 +149,8 @@ impl Deferral {
     /// that order, and the others after them in their own order: a tool set swapped during a
     /// run keeps the request's unchanged prefix.
     pub(crate) fn keep_order(&mut self, before: &[String]) {
-        let position: std::collections::HashMap<&str, usize> = before
-            .iter()
-            .enumerate()
-            .map(|(i, name)| (name.as_str(), i))
-            .collect();
-        self.specs.sort_by_key(|spec| {
-            position
-                .get(spec.name.as_str())
-                .copied()
-                .unwrap_or(usize::MAX)
-        });
+        let before = before.iter().map(String::as_str);
+        super::tool_change::sort_like(&mut self.specs, before, |spec| spec.name.as_str());
     }
 
     fn load(&mut self, name: &str, tools: &ToolSet) {
@@ -176,6 +167,12 @@ impl Deferral {
             self.specs.push(spec.clone());
         }
     }
+}
+
+/// Whether requests carry `tool`'s schema at all: when the model is offered it, or the API's
+/// own code runner may call it (`code_native`).
+fn sent(tool: &dyn AgentTool, code_native: bool) -> bool {
+    offered(tool) || code_native
 }
 
 /// Whether the model is offered `tool` at all: not when only code may call it

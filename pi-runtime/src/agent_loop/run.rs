@@ -232,9 +232,7 @@ impl Run {
                 Some(tool) => {
                     if self.deferral.is_none() && !super::deferred::offered(tool.as_ref()) {
                         // The first tool the model is not offered: requests need a view now.
-                        let native =
-                            self.options.tool_search.is_native() && self.model.native_tool_search();
-                        let code = self.native_code();
+                        let (native, code) = self.natives();
                         self.deferral =
                             Some(Deferral::new(&self.tools, &self.transcript, native, code));
                     }
@@ -325,14 +323,9 @@ impl Run {
         Ok(())
     }
 
-    /// Whether requests use the API's own tool search.
-    fn native_search(&self) -> bool {
-        self.options.tool_search.is_native() && self.model.native_tool_search()
-    }
-
-    /// Whether requests offer the API's own code runner.
-    fn native_code(&self) -> bool {
-        self.options.native_code_calls && self.model.native_code_calls()
+    /// Whether requests use the API's own tool search and its code runner.
+    fn natives(&self) -> (bool, bool) {
+        tool_change::natives(&self.options, self.model.as_ref())
     }
 
     /// Applies a hook's update for the rest of the run; a change of the tools the model is
@@ -344,7 +337,7 @@ impl Run {
             model,
             stream_options,
         } = update;
-        let was_native = (self.native_search(), self.native_code());
+        let was_native = self.natives();
         if let Some(prompt) = system_prompt {
             self.system_prompt = prompt;
         }
@@ -360,9 +353,7 @@ impl Run {
             Some(tools) => Some(tool_change::keep_order(tools, &self.tools)),
             // The API's own search or code runner came or went with the model or the options:
             // the same tools, with or without the local `tool_search` and the code-only tools.
-            None if (self.native_search(), self.native_code()) != was_native => {
-                Some(self.tools.tools().to_vec())
-            }
+            None if self.natives() != was_native => Some(self.tools.tools().to_vec()),
             None => None,
         };
         if let Some(tools) = tools {
@@ -373,11 +364,12 @@ impl Run {
     /// Replaces the run's tools and announces what the model gained and lost.
     async fn install(&mut self, tools: Vec<Arc<dyn AgentTool>>) {
         let before = tool_change::offered_names(self.offered_specs());
+        let (native, code) = self.natives();
         let installed = tool_change::install(
             tools,
             &self.transcript,
-            self.native_search(),
-            self.native_code(),
+            native,
+            code,
             Some(&self.options.tools),
         );
         self.tools = installed.tools;

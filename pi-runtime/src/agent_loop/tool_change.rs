@@ -13,6 +13,7 @@ use pi_tool::{AgentTool, ToolSpec};
 use super::context::ToolSet;
 use super::deferred::{self, Deferral};
 use crate::message::Message;
+use crate::model::{Model, StreamOptions};
 use crate::request_tools::RequestTools;
 
 /// A run's tools, ready for its requests.
@@ -40,10 +41,7 @@ pub(crate) fn install(
     } else {
         Deferral::add_search(&mut tools);
     }
-    let request_tools = match previous {
-        Some(previous) => previous.updated(&tools),
-        None => RequestTools::of(&tools),
-    };
+    let request_tools = previous.cloned().unwrap_or_default().updated(&tools);
     let needs_view = deferred::needs_view(&tools);
     let tools = Arc::new(ToolSet::new(tools));
     let deferral = needs_view.then(|| Deferral::new(&tools, transcript, native, native_code));
@@ -54,25 +52,38 @@ pub(crate) fn install(
     }
 }
 
+/// Which of the API's own features a run's requests use: its tool search (when the options ask
+/// for it and the model's API has one) and its code runner (likewise).
+pub(crate) fn natives(options: &StreamOptions, model: &dyn Model) -> (bool, bool) {
+    (
+        options.tool_search.is_native() && model.native_tool_search(),
+        options.native_code_calls && model.native_code_calls(),
+    )
+}
+
 /// `tools` ordered for the prompt cache: those also in `before` in `before`'s order, then the
 /// others in their own order.
 pub(crate) fn keep_order(
     mut tools: Vec<Arc<dyn AgentTool>>,
     before: &ToolSet,
 ) -> Vec<Arc<dyn AgentTool>> {
+    sort_like(&mut tools, before.names(), |tool| tool.spec().name.as_str());
+    tools
+}
+
+/// Sorts `items` (stably) so that those `before` names come first, in `before`'s order, and
+/// the others keep their relative order after them.
+pub(crate) fn sort_like<'a, T>(
+    items: &mut [T],
+    before: impl IntoIterator<Item = &'a str>,
+    name: impl Fn(&T) -> &str,
+) {
     let position: HashMap<&str, usize> = before
-        .names()
+        .into_iter()
         .enumerate()
         .map(|(i, name)| (name, i))
         .collect();
-    // A stable sort: the new tools keep their relative order.
-    tools.sort_by_key(|tool| {
-        position
-            .get(tool.spec().name.as_str())
-            .copied()
-            .unwrap_or(usize::MAX)
-    });
-    tools
+    items.sort_by_key(|item| position.get(name(item)).copied().unwrap_or(usize::MAX));
 }
 
 /// The names the model is offered, from the specs a request carries.

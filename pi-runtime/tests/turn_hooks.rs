@@ -3,34 +3,52 @@
 //! API's wire) and keeps the kept tools' order; `Agent::set_tools` during a run takes effect at
 //! the next turn; `finish_turn` ends or continues a run beside `should_stop_after_turn`.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use common::{calls, new_messages, text};
 use futures_util::StreamExt;
 use pi_runtime::providers::{
     AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
 };
 use pi_runtime::{
-    Agent, AgentContext, AgentLoopConfig, AssistantContent, AssistantMessage, Context,
-    CustomMessage, FinishTurn, Message, ModelRequest, ScriptedModel, StopReason, StreamOptions,
-    TurnUpdate, agent_loop,
+    Agent, AgentContext, AgentLoopConfig, AssistantMessage, Context, CustomMessage, FinishTurn,
+    Message, ModelRequest, ScriptedModel, StopReason, StreamOptions, TurnUpdate, agent_loop,
 };
 use pi_tool::{AgentTool, CancellationToken, FnTool, ToolRegistry};
 use serde_json::{Value, json};
 
+/// A tool answering `<name> ran`.
 fn tool(name: &str) -> Arc<dyn AgentTool> {
+    tool_with(name, false)
+}
+
+/// The same, deferred.
+fn deferred(name: &str) -> Arc<dyn AgentTool> {
+    tool_with(name, true)
+}
+
+fn tool_with(name: &str, deferred: bool) -> Arc<dyn AgentTool> {
+    let builder = FnTool::builder(
+        name,
+        format!("The {name} tool."),
+        json!({"type": "object", "properties": {}}),
+    );
+    let builder = if deferred {
+        builder.deferred()
+    } else {
+        builder
+    };
     let answer = format!("{name} ran");
     Arc::new(
-        FnTool::builder(
-            name,
-            format!("The {name} tool."),
-            json!({"type": "object", "properties": {}}),
-        )
-        .build(move |_args: Value, _ctx| {
-            let answer = answer.clone();
-            async move { answer }
-        })
-        .unwrap(),
+        builder
+            .build(move |_args: Value, _ctx| {
+                let answer = answer.clone();
+                async move { answer }
+            })
+            .unwrap(),
     )
 }
 
@@ -42,15 +60,9 @@ fn registry(names: &[&str]) -> ToolRegistry {
     registry
 }
 
+/// An assistant message calling `name` with no arguments.
 fn call(id: &str, name: &str) -> AssistantMessage {
-    AssistantMessage::new(
-        vec![AssistantContent::tool_call(id, name, json!({}))],
-        StopReason::ToolUse,
-    )
-}
-
-fn text(text: &str) -> AssistantMessage {
-    AssistantMessage::new(vec![AssistantContent::text(text)], StopReason::Stop)
+    calls(vec![common::call(id, name, json!({}))])
 }
 
 fn names(request: &ModelRequest) -> Vec<String> {
@@ -63,22 +75,14 @@ fn names(request: &ModelRequest) -> Vec<String> {
 
 /// The `tools_changed` records of a transcript: (added, removed).
 fn announcements(messages: &[Arc<Message>]) -> Vec<(Vec<String>, Vec<String>)> {
-    let list = |data: &Value, field: &str| -> Vec<String> {
-        data[field]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_owned())
-            .collect()
-    };
+    let owned = |names: Vec<&str>| names.into_iter().map(str::to_owned).collect();
     messages
         .iter()
         .filter_map(|m| match &**m {
-            Message::Custom(c) if c.kind == CustomMessage::TOOLS_CHANGED => {
-                Some((list(&c.data, "added"), list(&c.data, "removed")))
-            }
+            Message::Custom(c) => c.changed_tools(),
             _ => None,
         })
+        .map(|(added, removed)| (owned(added), owned(removed)))
         .collect()
 }
 
@@ -86,25 +90,13 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// Runs the loop with the prompt `go`; the messages the run added.
 async fn run(
     context: AgentContext,
     config: AgentLoopConfig,
     model: Arc<ScriptedModel>,
 ) -> Vec<Arc<Message>> {
-    let mut stream = agent_loop(
-        vec![Message::user("go")],
-        context,
-        config,
-        model,
-        CancellationToken::new(),
-    );
-    let mut added = Vec::new();
-    while let Some(event) = stream.next().await {
-        if let pi_runtime::AgentEvent::AgentEnd { messages } = event {
-            added = messages;
-        }
-    }
-    added
+    new_messages(&common::run(context, config, model).await)
 }
 
 #[tokio::test]
@@ -225,6 +217,45 @@ async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
             .unwrap()
             .contains("prepare_request panicked: no request today"),
         "{last:?}"
+    );
+
+    // `prepare_next_turn` the same, for the second request (the first was made).
+    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("never")]));
+    let config = AgentLoopConfig::new().prepare_next_turn(|_turn| async {
+        panic!("no next turn");
+        #[allow(unreachable_code)]
+        None
+    });
+    let context = AgentContext::new("").with_tools([tool("alpha")]);
+    let added = run(context, config, Arc::clone(&model)).await;
+    assert_eq!(model.calls(), 1);
+    let last = added.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert!(
+        last.error_message
+            .as_deref()
+            .unwrap()
+            .contains("prepare_next_turn panicked: no next turn"),
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_finish_turn_stops_the_run_after_turn_end() {
+    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("never")]));
+    let config = AgentLoopConfig::new().finish_turn(|_turn| async {
+        panic!("no finish");
+        #[allow(unreachable_code)]
+        None
+    });
+    let context = AgentContext::new("").with_tools([tool("alpha")]);
+    let events = common::run(context, config, model.clone()).await;
+    assert_eq!(model.calls(), 1, "no request after the panic");
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind()).collect();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["turn_end", "agent_end"],
+        "{kinds:?}"
     );
 }
 
@@ -389,22 +420,6 @@ fn text_of(content: &Value) -> String {
 
 #[tokio::test]
 async fn a_swap_keeps_loaded_deferred_tools_loaded_and_the_request_prefix() {
-    let deferred = |name: &str| -> Arc<dyn AgentTool> {
-        let answer = format!("{name} ran");
-        Arc::new(
-            FnTool::builder(
-                name,
-                format!("The {name} tool."),
-                json!({"type": "object", "properties": {}}),
-            )
-            .deferred()
-            .build(move |_args: Value, _ctx| {
-                let answer = answer.clone();
-                async move { answer }
-            })
-            .unwrap(),
-        )
-    };
     let model = Arc::new(ScriptedModel::new([
         // Calling a deferred tool by name loads it.
         call("c1", "xray"),

@@ -287,16 +287,8 @@ impl Run {
         else {
             return Ok(());
         };
-        let update = guarded(|| hook(turn)).await.map_err(|panic| {
-            self.failed(
-                StopReason::Error,
-                format!("prepare_next_turn panicked: {panic}"),
-            )
-        })?;
-        if let Some(update) = update {
-            self.apply(update).await;
-        }
-        Ok(())
+        let update = guarded(|| hook(turn)).await;
+        self.take_update("prepare_next_turn", update).await
     }
 
     /// Runs `prepare_request` (when set) and applies its update. A panic fails the request
@@ -311,12 +303,19 @@ impl Run {
             model: Arc::clone(&self.model),
             request_index: self.requests,
         };
-        let update = guarded(|| hook(ctx)).await.map_err(|panic| {
-            self.failed(
-                StopReason::Error,
-                format!("prepare_request panicked: {panic}"),
-            )
-        })?;
+        let update = guarded(|| hook(ctx)).await;
+        self.take_update("prepare_request", update).await
+    }
+
+    /// Applies what the hook `name` returned; its panic becomes the failed message the coming
+    /// request is answered with.
+    async fn take_update(
+        &mut self,
+        name: &str,
+        update: Result<Option<TurnUpdate>, String>,
+    ) -> Result<(), AssistantMessage> {
+        let update = update
+            .map_err(|panic| self.failed(StopReason::Error, format!("{name} panicked: {panic}")))?;
         if let Some(update) = update {
             self.apply(update).await;
         }

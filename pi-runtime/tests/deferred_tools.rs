@@ -2,9 +2,12 @@
 //! loads kept as transcript state (a resumed session keeps them), a deferred tool called by
 //! name without a search still runs, and the request's tool list only grows at its end.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::request_tool_names as names;
 use pi_runtime::{
     Agent, AssistantContent, AssistantMessage, Message, ModelRequest, ScriptedModel, StopReason,
 };
@@ -61,14 +64,6 @@ fn calls(id: &str, name: &str, args: Value) -> AssistantMessage {
 
 fn text(text: &str) -> AssistantMessage {
     AssistantMessage::new(vec![AssistantContent::text(text)], StopReason::Stop)
-}
-
-fn names(request: &ModelRequest) -> Vec<String> {
-    request
-        .tool_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect()
 }
 
 fn results(agent: &Agent) -> Vec<(String, bool, String)> {

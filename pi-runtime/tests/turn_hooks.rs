@@ -8,14 +8,14 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{calls, new_messages, text};
+use common::{calls, new_messages, request_tool_names as names, text};
 use futures_util::StreamExt;
 use pi_runtime::providers::{
     AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
 };
 use pi_runtime::{
     Agent, AgentContext, AgentLoopConfig, AssistantMessage, Context, CustomMessage, FinishTurn,
-    Message, ModelRequest, ScriptedModel, StopReason, StreamOptions, TurnUpdate, agent_loop,
+    Message, ScriptedModel, StopReason, StreamOptions, TurnUpdate, agent_loop,
 };
 use pi_tool::{AgentTool, CancellationToken, FnTool, ToolRegistry};
 use serde_json::{Value, json};
@@ -63,14 +63,6 @@ fn registry(names: &[&str]) -> ToolRegistry {
 /// An assistant message calling `name` with no arguments.
 fn call(id: &str, name: &str) -> AssistantMessage {
     calls(vec![common::call(id, name, json!({}))])
-}
-
-fn names(request: &ModelRequest) -> Vec<String> {
-    request
-        .tool_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The `tools_changed` records of a transcript: (added, removed).
@@ -199,6 +191,16 @@ async fn prepare_request_runs_before_every_request_and_can_swap_the_model() {
     assert_eq!(second.requests()[0].messages.len(), 3);
 }
 
+/// The run's last message is a failed one whose error contains `text`.
+fn assert_failed_with(added: &[Arc<Message>], text: &str) {
+    let last = added.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert!(
+        last.error_message.as_deref().unwrap().contains(text),
+        "{last:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
     let model = Arc::new(ScriptedModel::new([text("never")]));
@@ -209,15 +211,7 @@ async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
     });
     let added = run(AgentContext::new(""), config, Arc::clone(&model)).await;
     assert_eq!(model.calls(), 0);
-    let last = added.last().unwrap().as_assistant().unwrap();
-    assert_eq!(last.stop_reason, StopReason::Error);
-    assert!(
-        last.error_message
-            .as_deref()
-            .unwrap()
-            .contains("prepare_request panicked: no request today"),
-        "{last:?}"
-    );
+    assert_failed_with(&added, "prepare_request panicked: no request today");
 
     // `prepare_next_turn` the same, for the second request (the first was made).
     let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("never")]));
@@ -229,15 +223,7 @@ async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
     let context = AgentContext::new("").with_tools([tool("alpha")]);
     let added = run(context, config, Arc::clone(&model)).await;
     assert_eq!(model.calls(), 1);
-    let last = added.last().unwrap().as_assistant().unwrap();
-    assert_eq!(last.stop_reason, StopReason::Error);
-    assert!(
-        last.error_message
-            .as_deref()
-            .unwrap()
-            .contains("prepare_next_turn panicked: no next turn"),
-        "{last:?}"
-    );
+    assert_failed_with(&added, "prepare_next_turn panicked: no next turn");
 }
 
 #[tokio::test]

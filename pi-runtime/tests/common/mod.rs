@@ -300,6 +300,15 @@ pub fn ends(events: &[AgentEvent]) -> Vec<(String, bool, String)> {
         .collect()
 }
 
+/// The names of the tools a scripted model's request offered, owned (to compare with arrays).
+pub fn request_tool_names(request: &pi_runtime::ModelRequest) -> Vec<String> {
+    request
+        .tool_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The messages the run added (from `AgentEnd`).
 pub fn new_messages(events: &[AgentEvent]) -> Vec<Arc<Message>> {
     match events.last() {

@@ -98,19 +98,13 @@ fn the_request_offers_the_code_runner_and_says_who_may_call_each_tool() {
     assert!(sent.iter().all(|t| t.get("allowed_callers").is_none()));
 }
 
-#[test]
-fn a_result_of_a_programs_call_goes_back_with_its_caller() {
-    if !recorded::present() {
-        return;
-    }
-    let recording = Recording::open(FIRST);
+/// The next request after the recorded program call, with the call's result and the tools
+/// (the recording's own model, so its ids and reasoning are replayed).
+fn body_after_the_programs_call(recording: &Recording) -> Value {
     let message = final_message(&recording.decode(usize::MAX)).clone();
     let call = message.tool_calls().next().unwrap().clone();
-    let caller = call.provider_fields["caller"].clone();
-    assert_eq!(caller["type"], "program");
     let messages = vec![
         Arc::new(Message::user("Check sku_123")),
-        // As the model that sent it (ids and reasoning are replayed only to their own model).
         Arc::new(Message::Assistant(AssistantMessage {
             model: "recorded".into(),
             ..message
@@ -126,24 +120,166 @@ fn a_result_of_a_programs_call_goes_back_with_its_caller() {
         })),
     ];
     let tools = tools();
-    let body = OpenAiResponses::new("recorded").request_body(
+    let specs: Vec<pi_tool::ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+    OpenAiResponses::new("recorded").request_body(
         Context {
-            system_prompt: "",
+            system_prompt: "Be brief.",
             messages: &messages,
-            tools: &[],
+            tools: &specs,
         },
         &options(&tools, true),
-    );
+    )
+}
+
+#[test]
+fn a_result_of_a_programs_call_goes_back_with_its_caller() {
+    if !recorded::present() {
+        return;
+    }
+    let recording = Recording::open(FIRST);
+    let body = body_after_the_programs_call(&recording);
     let input = body["input"].as_array().unwrap();
     let kinds: Vec<&str> = input.iter().filter_map(|i| i["type"].as_str()).collect();
     assert!(
         kinds.ends_with(&["program", "function_call", "function_call_output"]),
         "{body}"
     );
+    let caller = json!({"type": "program", "caller_id": "call_voPdoCqf8APY4DMpam3bdmxq"});
+    assert_eq!(input[input.len() - 2]["caller"], caller);
     let output = input.last().unwrap();
     assert_eq!(output["call_id"], "call_VgDSZztLociNcutQZWkC2fmL");
     assert_eq!(output["caller"], caller);
     assert_eq!(output["output"], "{\"availableUnits\":42}");
+}
+
+/// The bodies checked by the OpenAI Node SDK's own request type (`openai` 7.59.0, whose types
+/// know programmatic tool calling): TypeScript (`tsc --strict`) must accept each as a
+/// `ResponseCreateParamsStreaming` literal, so every field we send, and every value of
+/// `allowed_callers`, `caller` and the `program` item, is one the SDK declares. A body with a
+/// made-up caller value must be refused, or the check checks nothing.
+///
+/// Needs Node, `openai` and `typescript` from `.ci/install-test-deps` (folder: env
+/// `PI_TEST_DEPS`); without them the test is skipped, or fails when env `CI` is set.
+#[test]
+fn the_bodies_type_check_against_the_openai_sdks_request_type() {
+    if !recorded::present() {
+        return;
+    }
+    let Some(deps) = sdk_deps() else {
+        return;
+    };
+    let tools = tools();
+    let specs: Vec<pi_tool::ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+    let messages = vec![Arc::new(Message::user("Check sku_123"))];
+    let first = OpenAiResponses::new("gpt-5.6").request_body(
+        Context {
+            system_prompt: "",
+            messages: &messages,
+            tools: &specs,
+        },
+        &options(&tools, true),
+    );
+    let after = body_after_the_programs_call(&Recording::open(FIRST));
+    // The API's own tool search too: `tool_search` and a deferred tool with `defer_loading`.
+    let mut searched = tools.clone();
+    searched.push(Arc::new(
+        FnTool::builder("getPrice", "Price of a SKU.", json!({"type": "object"}))
+            .deferred()
+            .build(|_args: Value, _ctx| async { "9.99" })
+            .unwrap(),
+    ));
+    let searched_specs: Vec<pi_tool::ToolSpec> =
+        searched.iter().map(|t| t.spec().clone()).collect();
+    let mut search_options = options(&searched, true);
+    search_options.tool_search = pi_runtime::ToolSearchMode::Native;
+    let with_search = OpenAiResponses::new("gpt-5.6").request_body(
+        Context {
+            system_prompt: "",
+            messages: &messages,
+            tools: &searched_specs,
+        },
+        &search_options,
+    );
+    assert!(
+        with_search.to_string().contains("defer_loading"),
+        "{with_search}"
+    );
+    let mut wrong = first.clone();
+    wrong["tools"][1]["allowed_callers"] = json!(["program"]);
+
+    assert_eq!(type_check(&deps, &[&first, &after, &with_search]), Ok(()));
+    let refused = type_check(&deps, &[&wrong]).expect_err("a made-up caller value is refused");
+    assert!(refused.contains("\"program\""), "{refused}");
+}
+
+/// The test dependencies' folder, when it has Node, the OpenAI SDK and TypeScript.
+fn sdk_deps() -> Option<std::path::PathBuf> {
+    let folder = match std::env::var_os("PI_TEST_DEPS") {
+        Some(folder) => std::path::PathBuf::from(folder),
+        None => {
+            std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/pi-tool-test-deps")
+        }
+    };
+    let modules = folder.join("node_modules");
+    if folder.join("node22").exists()
+        && modules
+            .join("openai/resources/responses/responses.d.ts")
+            .exists()
+        && modules.join("typescript/bin/tsc").exists()
+    {
+        return Some(folder);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the OpenAI SDK or TypeScript is missing from {}: run .ci/install-test-deps",
+        folder.display()
+    );
+    eprintln!("skipped: the OpenAI SDK or TypeScript is missing (run .ci/install-test-deps)");
+    None
+}
+
+/// Runs `tsc --strict --noEmit` on the bodies as `ResponseCreateParamsStreaming` literals; its
+/// report when it refuses them.
+fn type_check(deps: &std::path::Path, bodies: &[&Value]) -> Result<(), String> {
+    // Inside the folder, so `openai` resolves from its `node_modules`.
+    let dir = deps.join(format!(
+        "type-check-{}-{}",
+        std::process::id(),
+        bodies.len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut source = String::from(
+        "import type { ResponseCreateParamsStreaming } from \"openai/resources/responses/responses\";\n",
+    );
+    for (i, body) in bodies.iter().enumerate() {
+        source.push_str(&format!(
+            "export const body{i}: ResponseCreateParamsStreaming = {body};\n"
+        ));
+    }
+    let file = dir.join("bodies.ts");
+    std::fs::write(&file, source).unwrap();
+    let run = std::process::Command::new(deps.join("node22"))
+        .arg(deps.join("node_modules/typescript/bin/tsc"))
+        .args([
+            "--noEmit",
+            "--strict",
+            "--skipLibCheck",
+            "--target",
+            "es2022",
+            "--module",
+            "nodenext",
+            "--moduleResolution",
+            "nodenext",
+        ])
+        .arg(&file)
+        .output()
+        .expect("node runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    if run.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&run.stdout).into_owned())
+    }
 }
 
 /// An `Agent` on a model that answers with the recorded program call: the code-only tool runs

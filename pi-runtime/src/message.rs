@@ -265,6 +265,16 @@ pub struct AssistantMessage {
     /// Milliseconds since the epoch.
     #[serde(default)]
     pub timestamp: i64,
+    /// Fields of the response that the next request to the same API needs, kept as the API
+    /// sent them: Anthropic's `container` (`{"id", "expires_at"}`, the code-execution
+    /// container its code runs in; a program paused on a tool call continues only in it).
+    /// Dropped for another API.
+    #[serde(
+        default,
+        rename = "providerFields",
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub provider_fields: Map<String, Value>,
 }
 
 impl AssistantMessage {
@@ -280,6 +290,7 @@ impl AssistantMessage {
             stop_reason: StopReason::Stop,
             error_message: None,
             timestamp: now_ms(),
+            provider_fields: Map::new(),
         }
     }
 

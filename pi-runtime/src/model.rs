@@ -136,12 +136,12 @@ pub struct StreamOptions {
     /// How deferred tools are found: the local `tool_search` (the default) or the API's own
     /// search where it has one.
     pub tool_search: ToolSearchMode,
-    /// Offer the API's own code runner where it has one (OpenAI Responses' programmatic tool
-    /// calling): the model may then write a program, run by the API, that calls the tools code
-    /// may call ([`ToolCallers::Code`](pi_tool::ToolCallers::Code) and `Both`), each call
-    /// coming back as a tool call marked with its `caller`. Code-only tools are sent too, for
-    /// the program only. Off by default; ignored by APIs without one (see
-    /// [`Model::native_code_calls`]).
+    /// Offer the API's own code runner where it has one (programmatic tool calling: OpenAI
+    /// Responses' hosted JavaScript, Anthropic's code execution tool running Python): the model
+    /// may then write a program, run by the API, that calls the tools code may call
+    /// ([`ToolCallers::Code`](pi_tool::ToolCallers::Code) and `Both`), each call coming back
+    /// as a tool call marked with its `caller`. Code-only tools are sent too, for the program
+    /// only. Off by default; ignored by APIs without one (see [`Model::native_code_calls`]).
     pub native_code_calls: bool,
     /// Which tools are deferred, and their lowered schemas cached per tool. The agent loop sets
     /// it for each run from the run's tools; set it yourself when calling a provider directly.
@@ -273,7 +273,8 @@ pub trait Model: Send + Sync {
     }
 
     /// Whether the API runs the model's own code that calls tools, used when
-    /// [`StreamOptions::native_code_calls`] asks for it (OpenAI Responses).
+    /// [`StreamOptions::native_code_calls`] asks for it (Anthropic Messages and OpenAI
+    /// Responses).
     fn native_code_calls(&self) -> bool {
         false
     }

@@ -210,9 +210,10 @@ impl Model for ScriptedModel {
         matches!(self.api.as_str(), "anthropic-messages" | "openai-responses")
     }
 
-    /// A scripted stand-in for OpenAI Responses runs the model's code, as the API does.
+    /// A scripted stand-in for an API that runs the model's code (Anthropic Messages, OpenAI
+    /// Responses) does, as the API does.
     fn native_code_calls(&self) -> bool {
-        self.api == "openai-responses"
+        matches!(self.api.as_str(), "anthropic-messages" | "openai-responses")
     }
 
     fn provider(&self) -> &str {

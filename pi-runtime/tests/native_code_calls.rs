@@ -11,6 +11,7 @@
 //! `allowed_callers: ["programmatic"]`).
 
 mod recorded;
+mod sdk_types;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ use pi_runtime::{
 };
 use pi_tool::{AgentTool, Content, FnTool, ToolCallers, ToolRegistry};
 use recorded::{Recording, final_message};
+use sdk_types::{OPENAI_RESPONSES, type_check};
 use serde_json::{Value, json};
 
 const FIRST: &str = "providers/vercel-ai/openai-responses/programmatic-tool-calling.1.chunks.txt";
@@ -165,7 +167,7 @@ fn the_bodies_type_check_against_the_openai_sdks_request_type() {
     if !recorded::present() {
         return;
     }
-    let Some(deps) = sdk_deps() else {
+    let Some(deps) = sdk_types::with_sdk(&OPENAI_RESPONSES) else {
         return;
     };
     let tools = tools();
@@ -207,79 +209,13 @@ fn the_bodies_type_check_against_the_openai_sdks_request_type() {
     let mut wrong = first.clone();
     wrong["tools"][1]["allowed_callers"] = json!(["program"]);
 
-    assert_eq!(type_check(&deps, &[&first, &after, &with_search]), Ok(()));
-    let refused = type_check(&deps, &[&wrong]).expect_err("a made-up caller value is refused");
-    assert!(refused.contains("\"program\""), "{refused}");
-}
-
-/// The test dependencies' folder, when it has Node, the OpenAI SDK and TypeScript.
-fn sdk_deps() -> Option<std::path::PathBuf> {
-    let folder = match std::env::var_os("PI_TEST_DEPS") {
-        Some(folder) => std::path::PathBuf::from(folder),
-        None => {
-            std::path::PathBuf::from(std::env::var_os("HOME")?).join(".cache/pi-tool-test-deps")
-        }
-    };
-    let modules = folder.join("node_modules");
-    if folder.join("node22").exists()
-        && modules
-            .join("openai/resources/responses/responses.d.ts")
-            .exists()
-        && modules.join("typescript/bin/tsc").exists()
-    {
-        return Some(folder);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the OpenAI SDK or TypeScript is missing from {}: run .ci/install-test-deps",
-        folder.display()
-    );
-    eprintln!("skipped: the OpenAI SDK or TypeScript is missing (run .ci/install-test-deps)");
-    None
-}
-
-/// Runs `tsc --strict --noEmit` on the bodies as `ResponseCreateParamsStreaming` literals; its
-/// report when it refuses them.
-fn type_check(deps: &std::path::Path, bodies: &[&Value]) -> Result<(), String> {
-    // Inside the folder, so `openai` resolves from its `node_modules`.
-    let dir = deps.join(format!(
-        "type-check-{}-{}",
-        std::process::id(),
-        bodies.len()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut source = String::from(
-        "import type { ResponseCreateParamsStreaming } from \"openai/resources/responses/responses\";\n",
-    );
-    for (i, body) in bodies.iter().enumerate() {
-        source.push_str(&format!(
-            "export const body{i}: ResponseCreateParamsStreaming = {body};\n"
-        ));
-    }
-    let file = dir.join("bodies.ts");
-    std::fs::write(&file, source).unwrap();
-    let run = std::process::Command::new(deps.join("node22"))
-        .arg(deps.join("node_modules/typescript/bin/tsc"))
-        .args([
-            "--noEmit",
-            "--strict",
-            "--skipLibCheck",
-            "--target",
-            "es2022",
-            "--module",
-            "nodenext",
-            "--moduleResolution",
-            "nodenext",
-        ])
-        .arg(&file)
-        .output()
-        .expect("node runs");
-    let _ = std::fs::remove_dir_all(&dir);
-    if run.status.success() {
+    assert_eq!(
+        type_check(&deps, &OPENAI_RESPONSES, &[&first, &after, &with_search]),
         Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&run.stdout).into_owned())
-    }
+    );
+    let refused = type_check(&deps, &OPENAI_RESPONSES, &[&wrong])
+        .expect_err("a made-up caller value is refused");
+    assert!(refused.contains("\"program\""), "{refused}");
 }
 
 /// An `Agent` on a model that answers with the recorded program call: the code-only tool runs

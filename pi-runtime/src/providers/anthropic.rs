@@ -84,7 +84,8 @@ impl AnthropicMessages {
         let mut messages: Vec<Value> = Vec::new();
         // Consecutive tool results go into one user message.
         let mut results: Vec<Value> = Vec::new();
-        for message in &transform(context.messages, target) {
+        let transcript = transform(context.messages, target);
+        for message in &transcript {
             if !matches!(message, Message::ToolResult(_)) && !results.is_empty() {
                 messages.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
             }
@@ -196,6 +197,9 @@ impl AnthropicMessages {
                 body.insert("tool_choice".into(), tool_choice(choice));
             }
         }
+        if let Some(container) = container_of(&transcript) {
+            body.insert("container".into(), json!(container));
+        }
         Value::Object(body)
     }
 
@@ -209,6 +213,17 @@ impl AnthropicMessages {
     fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(AnthropicDecoder::default())
     }
+}
+
+/// The key of the code-execution container in [`AssistantMessage::provider_fields`].
+const CONTAINER: &str = "container";
+
+/// The container the last answer ran code in, which the next request names so that the code
+/// goes on in it: a program paused on tool calls continues only there (the API refuses the
+/// results without it), and a later program finds the earlier one's state.
+fn container_of(transcript: &[Message]) -> Option<&str> {
+    let last = transcript.iter().rev().find_map(Message::as_assistant)?;
+    last.provider_fields.get(CONTAINER)?.get("id")?.as_str()
 }
 
 /// Puts a cache breakpoint on the last block of the last user message, so the next request
@@ -225,6 +240,10 @@ fn mark_last_user_block(messages: &mut [Value]) {
 /// Anthropic's search tools (type, name), BM25 and regex.
 const SEARCH_BM25: (&str, &str) = ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25");
 const SEARCH_REGEX: (&str, &str) = ("tool_search_tool_regex_20251119", "tool_search_tool_regex");
+/// The code-execution tool (type, name) whose programs call the tools that allow it
+/// (`allowed_callers`), the version with programmatic tool calling.
+const CODE_EXECUTION: &str = "code_execution_20260120";
+const CODE_EXECUTION_NAME: &str = "code_execution";
 /// The beta that tool search, `defer_loading` and `input_examples` are served under.
 #[cfg(feature = "http")]
 const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
@@ -242,9 +261,21 @@ const FINE_GRAINED_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-1
 fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules) -> Vec<Value> {
     let (sent, deferred) = crate::request_tools::split_for_native_search(specs, options);
     let mut tools: Vec<Value> = sent
-        .into_iter()
+        .iter()
         .map(|spec| anthropic_tool(spec, options, rules))
         .collect();
+    // Programmatic tool calling: the API's code runner, and who may call each tool.
+    if options.native_code_calls
+        && sent
+            .iter()
+            .chain(&deferred)
+            .any(|spec| options.tools.callers(&spec.name).allows_code())
+    {
+        tools.insert(
+            0,
+            json!({"type": CODE_EXECUTION, "name": CODE_EXECUTION_NAME}),
+        );
+    }
     if rules.caching
         && let Some(Value::Object(last)) = tools.last_mut()
     {
@@ -294,6 +325,17 @@ fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions, rules: ToolRules) ->
     }
     if options.tools.eager_input_streaming(&spec.name) {
         tool["eager_input_streaming"] = json!(true);
+    }
+    if options.native_code_calls {
+        let callers = options.tools.callers(&spec.name);
+        let allowed: &[&str] = match (callers.allows_model(), callers.allows_code()) {
+            (true, true) => &["direct", CODE_EXECUTION],
+            (false, true) => &[CODE_EXECUTION],
+            _ => &[],
+        };
+        if !allowed.is_empty() {
+            tool["allowed_callers"] = json!(allowed);
+        }
     }
     tool
 }
@@ -449,6 +491,71 @@ impl AnthropicDecoder {
     }
 }
 
+impl AnthropicDecoder {
+    /// Opens the content index for a block as it starts (a `content_block_start`'s block, or
+    /// one of a `message_start`'s complete blocks); `None` for a kind we do not keep.
+    fn start_block(&mut self, content: &Value, out: &mut Assembler) -> Option<usize> {
+        let text = |field: &str| {
+            content
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        out.close_prose();
+        let index = match content.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let index = out.text_start();
+                out.text_delta(index, text("text"));
+                index
+            }
+            Some("thinking") => {
+                let index = out.thinking_start();
+                out.thinking_delta(index, text("thinking"));
+                if !text("signature").is_empty() {
+                    out.add_thinking_signature(index, text("signature"), false);
+                }
+                index
+            }
+            Some("redacted_thinking") => {
+                let index = out.thinking_start();
+                out.add_thinking_signature(index, text("data"), true);
+                index
+            }
+            Some(kind) if is_server_block(kind) => {
+                let index = out.provider_start(content.clone());
+                if kind == "server_tool_use" {
+                    self.server_inputs.insert(index, String::new());
+                }
+                index
+            }
+            Some("tool_use") => {
+                let index = out.tool_start(text("id"), text("name"));
+                out.set_provider_fields(
+                    index,
+                    extra_fields(content, &["type", "id", "name", "input"]),
+                );
+                if let Some(input) = content
+                    .get("input")
+                    .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                {
+                    out.tool_seed(index, input.clone());
+                }
+                index
+            }
+            _ => return None,
+        };
+        Some(index)
+    }
+
+    /// Keeps the code-execution container a response ran in (in `message_start`'s message or
+    /// `message_delta`'s delta), for the next request (see [`container_of`]).
+    fn keep_container(&self, holder: &Value, out: &mut Assembler) {
+        if let Some(container) = holder.get("container").filter(|c| c.is_object()) {
+            out.set_message_field(CONTAINER, container.clone());
+        }
+    }
+}
+
 impl WireDecoder for AnthropicDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut Assembler) {
         let Some(data) = parse_json(event, out) else {
@@ -462,64 +569,40 @@ impl WireDecoder for AnthropicDecoder {
         let block = block_index.and_then(|i| self.blocks.get(&i).copied());
         match kind {
             "message_start" => {
-                if let Some(id) = data.pointer("/message/id").and_then(Value::as_str) {
+                let Some(message) = data.get("message") else {
+                    return;
+                };
+                if let Some(id) = message.get("id").and_then(Value::as_str) {
                     out.set_response_id(id);
                 }
-                if let Some(usage) = data.pointer("/message/usage") {
+                if let Some(usage) = message.get("usage") {
                     update_usage(out.usage_mut(), usage);
+                }
+                self.keep_container(message, out);
+                // A response that continues a program paused on a tool call can arrive whole
+                // in its start: its blocks (complete) and its stop reason, then `message_stop`.
+                for content in message
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(index) = self.start_block(content, out) {
+                        self.finish_server_input(index, out);
+                        out.end_block(index);
+                    }
+                }
+                if let Some(reason) = message.get("stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
                 }
             }
             "content_block_start" => {
                 let Some(content) = data.get("content_block") else {
                     return;
                 };
-                let text = |field: &str| {
-                    content
-                        .get(field)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                };
-                out.close_prose();
-                let index = match content.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let index = out.text_start();
-                        out.text_delta(index, text("text"));
-                        index
-                    }
-                    Some("thinking") => {
-                        let index = out.thinking_start();
-                        out.thinking_delta(index, text("thinking"));
-                        index
-                    }
-                    Some("redacted_thinking") => {
-                        let index = out.thinking_start();
-                        out.add_thinking_signature(index, text("data"), true);
-                        index
-                    }
-                    Some(kind) if is_server_block(kind) => {
-                        let index = out.provider_start(content.clone());
-                        if kind == "server_tool_use" {
-                            self.server_inputs.insert(index, String::new());
-                        }
-                        index
-                    }
-                    Some("tool_use") => {
-                        let index = out.tool_start(text("id"), text("name"));
-                        out.set_provider_fields(
-                            index,
-                            extra_fields(content, &["type", "id", "name", "input"]),
-                        );
-                        if let Some(input) = content
-                            .get("input")
-                            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        {
-                            out.tool_seed(index, input.clone());
-                        }
-                        index
-                    }
-                    _ => return,
-                };
-                if let Some(block_index) = block_index {
+                if let (Some(index), Some(block_index)) =
+                    (self.start_block(content, out), block_index)
+                {
                     self.blocks.insert(block_index, index);
                 }
             }
@@ -560,6 +643,9 @@ impl WireDecoder for AnthropicDecoder {
                 }
                 if let Some(usage) = data.get("usage") {
                     update_usage(out.usage_mut(), usage);
+                }
+                if let Some(delta) = data.get("delta") {
+                    self.keep_container(delta, out);
                 }
             }
             "message_stop" => match self.stop_reason.as_deref() {
@@ -610,6 +696,10 @@ impl crate::model::Model for AnthropicMessages {
     model_identity!();
 
     fn native_tool_search(&self) -> bool {
+        true
+    }
+
+    fn native_code_calls(&self) -> bool {
         true
     }
 

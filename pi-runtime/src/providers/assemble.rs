@@ -77,6 +77,12 @@ impl Assembler {
         }
     }
 
+    /// Keeps a field of the response for the next request to the same API (see
+    /// [`AssistantMessage::provider_fields`]).
+    pub(crate) fn set_message_field(&mut self, key: &str, value: Value) {
+        self.message.provider_fields.insert(key.to_owned(), value);
+    }
+
     pub(crate) fn set_usage(&mut self, usage: Usage) {
         self.message.usage = usage;
     }

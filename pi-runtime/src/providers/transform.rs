@@ -3,8 +3,8 @@
 //!
 //! - custom messages are skipped, failed or aborted assistant messages dropped;
 //! - thinking, text signatures and tool-call thought signatures are kept only for the model that
-//!   produced them; the API's own blocks (a hosted search's call and result) and a call's
-//!   provider fields only for models of the API that produced them;
+//!   produced them; the API's own blocks (a hosted search's call and result), a call's and a
+//!   response's provider fields only for models of the API that produced them;
 //! - images become pi's placeholder texts for a model that does not read images;
 //! - a tool call without a result before the next user or assistant message (or the end) gets
 //!   `No result provided` as an error result;
@@ -120,6 +120,9 @@ fn assistant_for(
     let mut message = message.clone();
     if same_model {
         return message;
+    }
+    if !same_api {
+        message.provider_fields.clear();
     }
     message.content = std::mem::take(&mut message.content)
         .into_iter()

@@ -6,7 +6,8 @@
 //! - a nested call from a script (500 in one script, less the start-up) against a direct `ToolRegistry::run` of the same tool.
 //!
 //! Run: `cargo bench -p pi-codemode --bench code_mode` (options: `--runs N`, default 30;
-//! `--only-nested` runs only the 50-at-once script, for a profiler).
+//! `--only-nested` runs only the 500-at-once script, `--only-sequential` only the 500-in-turn
+//! one, for a profiler).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +24,12 @@ use serde_json::{Value, json};
 const CALLS: usize = 50;
 /// Nested calls per script for the per-call figure (start-up is subtracted).
 const NESTED: u32 = 500;
+/// The per-call scripts: 500 calls awaited one after the other, and 500 at once.
+const IN_TURN: &str = "for (let i = 0; i < 500; i++) await tools.noop({}); return 1;";
+const AT_ONCE: &str =
+    "await Promise.all(Array.from({length: 500}, () => tools.noop({}))); return 1;";
+const AT_ONCE_NO_TOOLS: &str =
+    "await Promise.all(Array.from({length: 500}, () => Promise.resolve('ok'))); return 1;";
 const PROMPT: &str = "Look up the 50 items 0..49 and tell me the total of their values.";
 
 /// `lookup(id)`: an item's value (structured), and `noop` for the per-call figure.
@@ -182,13 +189,15 @@ async fn time<F: Future<Output = ToolResult>>(
 
 fn main() {
     let mut runs = 30;
-    let mut only_nested = false;
+    let mut only_nested = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--runs" {
             runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N");
         } else if arg == "--only-nested" {
-            only_nested = true;
+            only_nested = Some(AT_ONCE);
+        } else if arg == "--only-sequential" {
+            only_nested = Some(IN_TURN);
         }
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -196,12 +205,12 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        if only_nested {
-            // For a profiler: the Promise.all script alone.
+        if let Some(script) = only_nested {
+            // For a profiler: one of the 500-call scripts alone.
             let tools = tools();
-            let all = ToolCall::new("c", "code", json!({"script": "await Promise.all(Array.from({length: 500}, () => tools.noop({}))); return 1;"}));
-            let each = time(runs, || tools.run(&all)).await;
-            println!("500 nested calls at once: {each:.2?}");
+            let call = ToolCall::new("c", "code", json!({ "script": script }));
+            let each = time(runs, || tools.run(&call)).await;
+            println!("500 nested calls: {each:.2?}");
             return;
         }
         let turns = task(runs, turns_script).await;
@@ -223,9 +232,9 @@ fn main() {
         let runs = runs * 10;
         let empty = ToolCall::new("c", "code", json!({"script": "return 1;"}));
         let startup = time(runs, || tools.run(&empty)).await;
-        let fifty = ToolCall::new("c", "code", json!({"script": "for (let i = 0; i < 500; i++) await tools.noop({}); return 1;"}));
+        let fifty = ToolCall::new("c", "code", json!({ "script": IN_TURN }));
         let with_calls = time(runs, || tools.run(&fifty)).await;
-        let all = ToolCall::new("c", "code", json!({"script": "await Promise.all(Array.from({length: 500}, () => tools.noop({}))); return 1;"}));
+        let all = ToolCall::new("c", "code", json!({ "script": AT_ONCE }));
         let with_all = time(runs, || tools.run(&all)).await;
         let direct_call = ToolCall::new("d", "noop", json!({}));
         let direct = time(runs * 10, || tools.run(&direct_call)).await;
@@ -251,6 +260,12 @@ fn main() {
         println!(
             "one call: nested from a script (500 at once, Promise.all) {fanned:.2?} ({:.1}x)",
             fanned.as_secs_f64() / direct.as_secs_f64()
+        );
+        // The script's own share of the fan-out: the same Promise.all over settled promises.
+        let no_tools = ToolCall::new("c", "code", json!({ "script": AT_ONCE_NO_TOOLS }));
+        let js_only = time(runs, || tools.run(&no_tools)).await.saturating_sub(startup) / NESTED;
+        println!(
+            "  of which the script's own Promise.all, without tools: {js_only:.2?} per element"
         );
     });
 }

@@ -1,17 +1,17 @@
 //! The sandboxed engine: one QuickJS runtime on a thread of its own per `code` call. The script
-//! runs as the body of an async function; `tools.<name>(args)` sends a call to the host side
-//! ([`crate::session`]) and returns a promise that the host's answer settles.
+//! runs as the body of an async function; `tools.<name>(args)` returns a promise, and the
+//! calls the script made start when it next waits ([`crate::calls`], on this same thread);
+//! each result settles its promise.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::thread;
+use std::thread::{self, Thread};
 use std::time::Instant;
 
-use pi_tool::{Content, ToolResult};
+use pi_tool::{Content, ToolContext, ToolResult};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::{Opt, Rest};
 use rquickjs::promise::PromiseState;
@@ -19,35 +19,22 @@ use rquickjs::{
     Coerced, Context, Ctx, Exception, FromJs, Function, Object, Persistent, Promise, Runtime, Value,
 };
 use serde_json::Value as Json;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
 
 use crate::CodeLimits;
+use crate::calls::Calls;
 
 /// The native stack of the engine's thread: room above QuickJS's own stack cap.
 const THREAD_STACK: usize = 16 << 20;
 /// The name errors and stack traces give the script.
 const SCRIPT_NAME: &str = "script.js";
 
-/// What the engine asks of the host.
-pub(crate) enum ToHost {
-    /// Run these tool calls: all the calls the script made since it last waited (one wake-up
-    /// of the host for a whole fan-out).
-    Calls(Vec<Call>),
-    /// The script is over.
-    Done(Outcome),
-}
-
-/// One tool call the script made.
-pub(crate) struct Call {
-    pub(crate) id: u64,
-    pub(crate) name: String,
-    pub(crate) arguments: Json,
-}
-
-/// What the host tells the engine.
-pub(crate) enum ToScript {
-    /// A call's result.
-    Result { id: u64, result: ToolResult },
+/// One tool call the script made, not started yet.
+struct Call {
+    id: u64,
+    name: String,
+    arguments: Json,
 }
 
 /// How a run ended.
@@ -61,14 +48,18 @@ pub(crate) struct Outcome {
     pub(crate) calls: usize,
 }
 
-/// One script and what it may call: tool name, and whether its result is structured.
+/// One script, what it may call (tool name, and whether its result is structured), and where
+/// its calls run.
 pub(crate) struct Job {
     pub(crate) script: String,
     pub(crate) tools: Arc<BTreeMap<String, bool>>,
     pub(crate) limits: CodeLimits,
-    pub(crate) to_host: UnboundedSender<ToHost>,
-    pub(crate) from_host: Receiver<ToScript>,
-    /// Set by the host on abort: the interrupt handler stops the script at once.
+    /// The `code` call's context: the script's calls are nested calls of it.
+    pub(crate) ctx: ToolContext,
+    /// The host's runtime, which the calls run inside.
+    pub(crate) runtime: Handle,
+    /// Set by the host on abort (then it unparks the thread): the interrupt handler stops the
+    /// script at once, a wait for calls at its next look.
     pub(crate) abort: Arc<AtomicBool>,
 }
 
@@ -77,24 +68,23 @@ const RUNNING: u8 = 0;
 const TIMED_OUT: u8 = 1;
 const ABORTED: u8 = 2;
 
-/// Starts the engine thread. It sends [`ToHost::Done`] when the script is over; if it dies
-/// without, its sender drops and the host sees the channel close.
-pub(crate) fn spawn(job: Job) -> std::io::Result<()> {
+/// Starts the engine thread; the host unparks it on abort. It sends the outcome to `done` when
+/// the script is over; if it dies without, the sender drops and the host sees the channel close.
+pub(crate) fn spawn(job: Job, done: oneshot::Sender<Outcome>) -> std::io::Result<Thread> {
     thread::Builder::new()
         .name("pi-codemode".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
-            let to_host = job.to_host.clone();
-            let outcome = run(job);
-            let _ = to_host.send(ToHost::Done(outcome));
+            let outcome = run(&job);
+            let _ = done.send(outcome);
         })
-        .map(drop)
+        .map(|handle| handle.thread().clone())
 }
 
 /// What the bridge functions share with the driver loop.
 struct Bridge {
     pending: HashMap<u64, Pending>,
-    /// Calls made and not yet sent to the host.
+    /// Calls made and not started yet (they start when the script next waits).
     outbox: Vec<Call>,
     next_id: u64,
     calls: usize,
@@ -119,7 +109,7 @@ fn fail(message: impl Into<String>) -> Outcome {
     }
 }
 
-fn run(job: Job) -> Outcome {
+fn run(job: &Job) -> Outcome {
     let started = Instant::now();
     let deadline = started + job.limits.time;
     let Ok(runtime) = Runtime::new() else {
@@ -155,8 +145,9 @@ fn run(job: Job) -> Outcome {
     let value = context.with(|ctx| {
         let driver = Driver {
             ctx: ctx.clone(),
-            job: &job,
+            job,
             bridge: &bridge,
+            calls: RefCell::new(Calls::new(&job.ctx, &job.runtime)),
             stop: &stop,
             deadline,
         };
@@ -181,6 +172,7 @@ struct Driver<'a, 'js> {
     ctx: Ctx<'js>,
     job: &'a Job,
     bridge: &'a Rc<RefCell<Bridge>>,
+    calls: RefCell<Calls<'a>>,
     stop: &'a AtomicU8,
     deadline: Instant,
 }
@@ -217,13 +209,7 @@ impl<'js> Driver<'_, 'js> {
                     };
                     return Err(self.describe(err));
                 }
-                PromiseState::Pending => {
-                    let calls = std::mem::take(&mut self.bridge.borrow_mut().outbox);
-                    if !calls.is_empty() {
-                        let _ = self.job.to_host.send(ToHost::Calls(calls));
-                    }
-                    self.wait()?;
-                }
+                PromiseState::Pending => self.wait()?,
             }
         }
     }
@@ -243,37 +229,45 @@ impl<'js> Driver<'_, 'js> {
         }
     }
 
-    /// Waits for the next tool result and settles its promise.
+    /// Starts the calls the script made since it last waited, then waits for results and
+    /// settles their promises (every one that is ready before the script runs again).
     fn wait(&self) -> Result<(), String> {
-        if self.bridge.borrow().pending.is_empty() {
-            return Err(
-                "the script awaits a promise that can never settle (no tool call is running)"
-                    .into(),
-            );
+        let made = std::mem::take(&mut self.bridge.borrow_mut().outbox);
+        let mut calls = self.calls.borrow_mut();
+        for Call {
+            id,
+            name,
+            arguments,
+        } in made
+        {
+            calls.start(id, name, arguments);
         }
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        let message = match self.job.from_host.recv_timeout(left) {
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout) => {
+        loop {
+            let ready = calls.ready();
+            if !ready.is_empty() {
+                drop(calls);
+                for (id, result) in ready {
+                    let pending = self.bridge.borrow_mut().pending.remove(&id);
+                    if let Some(pending) = pending {
+                        self.settle(pending, result)
+                            .map_err(|err| self.describe(err))?;
+                    }
+                }
+                return Ok(());
+            }
+            if calls.is_empty() {
+                return Err(
+                    "the script awaits a promise that can never settle (no tool call is running)"
+                        .into(),
+                );
+            }
+            self.stopped()?;
+            if Instant::now() >= self.deadline {
                 self.stop.store(TIMED_OUT, Ordering::Relaxed);
                 return self.stopped();
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                self.stop.store(ABORTED, Ordering::Relaxed);
-                return self.stopped();
-            }
-        };
-        // Settle every result that is already there before running the script again.
-        let mut next = Some(message);
-        while let Some(ToScript::Result { id, result }) = next {
-            let pending = self.bridge.borrow_mut().pending.remove(&id);
-            if let Some(pending) = pending {
-                self.settle(pending, result)
-                    .map_err(|err| self.describe(err))?;
-            }
-            next = self.job.from_host.try_recv().ok();
+            calls.park_until(self.deadline);
         }
-        Ok(())
     }
 
     fn settle(&self, pending: Pending, result: ToolResult) -> rquickjs::Result<()> {

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod calls;
 mod declarations;
 mod engine;
 mod limits;

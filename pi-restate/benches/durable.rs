@@ -6,7 +6,7 @@
 //! each. Needs the Restate server from `.ci/install-test-deps`.
 //!
 //! ```text
-//! cargo bench -p pi-restate --bench durable
+//! cargo bench -p pi-restate --bench durable [-- --rounds N]
 //! ```
 
 use std::net::SocketAddr;
@@ -189,6 +189,9 @@ fn serve(restate: &LocalRestate, service: impl IntoServiceDefinition) -> tokio::
 }
 
 fn main() {
+    // Rounds of the four variants: `--rounds N`, default 5.
+    let mut args = std::env::args().skip_while(|arg| arg != "--rounds").skip(1);
+    let rounds_run: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
     let restate = match LocalRestate::start() {
         Ok(server) => server,
         Err(err) => {
@@ -215,15 +218,15 @@ fn main() {
         best
     });
 
-    // The four variants take turns, 5 rounds, each served afresh and warmed up with one short
-    // prompt before its timed one; the best round counts. (Measured one after the other, the
+    // The four variants take turns, 5 rounds (`--rounds N`), each served afresh and warmed up
+    // with one short prompt before its timed one; the best and the median round are shown. (Measured one after the other, the
     // first variant on a fresh server or deployment came out slower whichever it was.)
     // `PiTools` is one deployment of its own, registered once.
     let _tool_service = serve(&restate, PiTools::new(tools()));
-    let mut best = [Duration::MAX; 4];
+    let mut rounds: [Vec<Duration>; 4] = Default::default();
     let mut served = None;
-    for round in 0..5 {
-        for (variant, best) in best.iter_mut().enumerate() {
+    for round in 0..rounds_run {
+        for (variant, times) in rounds.iter_mut().enumerate() {
             drop(served.take());
             let (object, runtime) = match variant {
                 0 => (
@@ -272,10 +275,10 @@ fn main() {
                 &format!("run-{variant}-{round}"),
                 TURNS,
             );
-            *best = (*best).min(took);
+            times.push(took);
         }
     }
-    let [durable_local, bare_local, durable_remote, bare_remote] = best;
+    let [durable_local, bare_local, durable_remote, bare_remote] = rounds;
     // The concurrent sessions below run on the last variant served: put the session with
     // remote tools back.
     drop(served.take());
@@ -285,27 +288,39 @@ fn main() {
     );
 
     println!(
-        "one turn = one model request + one tool call ({TURNS} turns per run, best of 5 rounds)"
+        "one turn = one model request + one tool call ({TURNS} turns per run, {rounds_run} rounds: best, median)"
     );
     println!(
         "  in process:                            {:8.3} ms/turn",
         per_turn(in_process)
     );
+    let row = |name: &str, times: &[Duration]| {
+        let mut sorted = times.to_vec();
+        sorted.sort();
+        println!(
+            "  {name:<38}{:8.3} {:8.3} ms/turn",
+            per_turn(sorted[0]),
+            per_turn(sorted[sorted.len() / 2])
+        );
+    };
+    row("durable, tool in the session:", &durable_local);
+    row("  bare restate-sdk, same steps:", &bare_local);
+    row("durable, tool on PiTools (RPC):", &durable_remote);
+    row("  bare restate-sdk, same steps:", &bare_remote);
+    // What pi-restate adds, round by round (each round runs both next to each other).
+    let added = |durable: &[Duration], bare: &[Duration]| {
+        let mut added: Vec<f64> = durable
+            .iter()
+            .zip(bare)
+            .map(|(d, b)| per_turn(*d) - per_turn(*b))
+            .collect();
+        added.sort_by(f64::total_cmp);
+        added[added.len() / 2]
+    };
     println!(
-        "  durable, tool in the session:          {:8.3} ms/turn",
-        per_turn(durable_local)
-    );
-    println!(
-        "    bare restate-sdk, same steps:        {:8.3} ms/turn",
-        per_turn(bare_local)
-    );
-    println!(
-        "  durable, tool on PiTools (RPC):        {:8.3} ms/turn",
-        per_turn(durable_remote)
-    );
-    println!(
-        "    bare restate-sdk, same steps:        {:8.3} ms/turn",
-        per_turn(bare_remote)
+        "  pi-restate adds (median of the rounds' differences): {:.3} ms/turn in the session, {:.3} ms/turn on PiTools",
+        added(&durable_local, &bare_local),
+        added(&durable_remote, &bare_remote)
     );
 
     // 100 concurrent sessions of 5 turns each (4 tool calls and a final answer).

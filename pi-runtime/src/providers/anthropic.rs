@@ -489,9 +489,7 @@ impl AnthropicDecoder {
             }
         }
     }
-}
 
-impl AnthropicDecoder {
     /// Opens the content index for a block as it starts (a `content_block_start`'s block, or
     /// one of a `message_start`'s complete blocks); `None` for a kind we do not keep.
     fn start_block(&mut self, content: &Value, out: &mut Assembler) -> Option<usize> {

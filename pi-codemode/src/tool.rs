@@ -29,7 +29,9 @@ impl CodeTool {
     /// A code tool that may call the tools of `registry` whose [`callers`](AgentTool::callers)
     /// allow code (never another `code` tool). Its calls are nested calls
     /// ([`ToolContext::call_tool`]): they run in the pipeline of whatever host runs the `code`
-    /// call, so that host must hold these tools too (register the code tool beside them).
+    /// call, so that host must hold these tools too (register the code tool beside them). The
+    /// host must run it inside a tokio runtime (the script's calls are polled inside it, on the
+    /// engine's thread); outside one the call answers with an error.
     pub fn new(registry: &ToolRegistry) -> Self {
         let offered: Vec<&Arc<dyn AgentTool>> = registry
             .tools()

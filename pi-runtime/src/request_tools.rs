@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use pi_tool::{AgentTool, ArgumentValidator, ToolCallers, ToolSpec};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::providers::{Lowered, SchemaMode, lower_schema};
 
@@ -54,6 +54,36 @@ pub(crate) fn split_for_native_search<'a>(
     specs
         .iter()
         .partition(|spec| !options.tools.is_deferred(&spec.name))
+}
+
+/// Whether a request offers the API's own code runner: asked for
+/// ([`StreamOptions::native_code_calls`](crate::StreamOptions::native_code_calls)), and some
+/// tool of the request (sent or deferred) lets code call it.
+pub(crate) fn offers_code_runner(specs: &[ToolSpec], options: &crate::StreamOptions) -> bool {
+    options.native_code_calls
+        && specs
+            .iter()
+            .any(|spec| options.tools.callers(&spec.name).allows_code())
+}
+
+/// A tool's `allowed_callers` for an API whose code runner calls as `code_caller`
+/// (`"programmatic"`, `"code_execution_20260120"`): with the code runner asked for, `["direct",
+/// code_caller]` for a tool both may call and `[code_caller]` for a code-only one; `None`
+/// otherwise (a model-only tool is the API's default, the model's direct call).
+pub(crate) fn allowed_callers(
+    name: &str,
+    options: &crate::StreamOptions,
+    code_caller: &'static str,
+) -> Option<Value> {
+    if !options.native_code_calls {
+        return None;
+    }
+    let callers = options.tools.callers(name);
+    match (callers.allows_model(), callers.allows_code()) {
+        (true, true) => Some(json!(["direct", code_caller])),
+        (false, true) => Some(json!([code_caller])),
+        _ => None,
+    }
 }
 
 /// What requests know about each tool beyond its spec, by name: whether it is deferred, and its

@@ -15,7 +15,7 @@ mod sdk_types;
 
 use std::sync::Arc;
 
-use pi_runtime::providers::OpenAiResponses;
+use pi_runtime::providers::{AnthropicMessages, OpenAiResponses};
 use pi_runtime::{
     Agent, AgentLoopConfig, AssistantContent, AssistantMessage, Context, Message, RequestTools,
     ScriptedModel, StopReason, StreamOptions, ToolResultMessage,
@@ -98,6 +98,46 @@ fn the_request_offers_the_code_runner_and_says_who_may_call_each_tool() {
     let sent = body["tools"].as_array().unwrap();
     assert!(sent.iter().all(|t| t["type"] == "function"), "{body}");
     assert!(sent.iter().all(|t| t.get("allowed_callers").is_none()));
+}
+
+/// With the API's own search, a tool only code may call can be deferred: the runner comes with
+/// it all the same (its `allowed_callers` names the runner), on both APIs that have one.
+#[test]
+fn a_deferred_code_only_tool_brings_the_code_runner() {
+    let tools: Vec<Arc<dyn AgentTool>> = vec![
+        sku_tool("echo", ToolCallers::Model, "echo"),
+        Arc::new(
+            FnTool::builder("getPrice", "Price of a SKU.", json!({"type": "object"}))
+                .deferred()
+                .callers(ToolCallers::Code)
+                .build(|_args: Value, _ctx| async { "9.99" })
+                .unwrap(),
+        ),
+    ];
+    let specs: Vec<pi_tool::ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+    let messages = vec![Arc::new(Message::user("Price of sku_123"))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &specs,
+    };
+    let mut options = options(&tools, true);
+    options.tool_search = pi_runtime::ToolSearchMode::Native;
+
+    let body = OpenAiResponses::new("gpt-5.6").request_body(context, &options);
+    assert_eq!(
+        body["tools"][0],
+        json!({"type": "programmatic_tool_calling"})
+    );
+    let price = allowed_callers(&body, "getPrice");
+    assert_eq!(price, Some(&json!(["programmatic"])), "{body}");
+    let body = AnthropicMessages::new("claude-opus-4-6").request_body(context, &options);
+    assert_eq!(
+        body["tools"][0],
+        json!({"type": "code_execution_20260120", "name": "code_execution"})
+    );
+    let price = allowed_callers(&body, "getPrice");
+    assert_eq!(price, Some(&json!(["code_execution_20260120"])), "{body}");
 }
 
 /// The next request after the recorded program call, with the call's result and the tools

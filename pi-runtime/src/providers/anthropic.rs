@@ -261,16 +261,11 @@ const FINE_GRAINED_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-1
 fn anthropic_tools(specs: &[ToolSpec], options: &StreamOptions, rules: ToolRules) -> Vec<Value> {
     let (sent, deferred) = crate::request_tools::split_for_native_search(specs, options);
     let mut tools: Vec<Value> = sent
-        .iter()
+        .into_iter()
         .map(|spec| anthropic_tool(spec, options, rules))
         .collect();
-    // Programmatic tool calling: the API's code runner, and who may call each tool.
-    if options.native_code_calls
-        && sent
-            .iter()
-            .chain(&deferred)
-            .any(|spec| options.tools.callers(&spec.name).allows_code())
-    {
+    // Programmatic tool calling: the API's code runner (and who may call each tool, below).
+    if crate::request_tools::offers_code_runner(specs, options) {
         tools.insert(
             0,
             json!({"type": CODE_EXECUTION, "name": CODE_EXECUTION_NAME}),
@@ -326,16 +321,10 @@ fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions, rules: ToolRules) ->
     if options.tools.eager_input_streaming(&spec.name) {
         tool["eager_input_streaming"] = json!(true);
     }
-    if options.native_code_calls {
-        let callers = options.tools.callers(&spec.name);
-        let allowed: &[&str] = match (callers.allows_model(), callers.allows_code()) {
-            (true, true) => &["direct", CODE_EXECUTION],
-            (false, true) => &[CODE_EXECUTION],
-            _ => &[],
-        };
-        if !allowed.is_empty() {
-            tool["allowed_callers"] = json!(allowed);
-        }
+    if let Some(allowed) =
+        crate::request_tools::allowed_callers(&spec.name, options, CODE_EXECUTION)
+    {
+        tool["allowed_callers"] = allowed;
     }
     tool
 }

@@ -146,12 +146,8 @@ fn responses_tools(specs: &[ToolSpec], options: &StreamOptions, strict: bool) ->
         .iter()
         .map(|spec| responses_tool(spec, options, strict))
         .collect();
-    // Programmatic tool calling: the API's code runner, and who may call each tool.
-    if options.native_code_calls
-        && sent
-            .iter()
-            .any(|spec| options.tools.callers(&spec.name).allows_code())
-    {
+    // Programmatic tool calling: the API's code runner (and who may call each tool, below).
+    if crate::request_tools::offers_code_runner(specs, options) {
         tools.insert(0, json!({"type": "programmatic_tool_calling"}));
     }
     if !deferred.is_empty() {
@@ -174,16 +170,10 @@ fn responses_tool(spec: &ToolSpec, options: &StreamOptions, strict: bool) -> Val
         _ => (object_root(&spec.parameters).into_owned(), false),
     };
     let mut tool = json!({"type": "function", "name": spec.name, "description": spec.description, "parameters": parameters, "strict": strict});
-    if options.native_code_calls {
-        let callers = options.tools.callers(&spec.name);
-        let allowed: &[&str] = match (callers.allows_model(), callers.allows_code()) {
-            (true, true) => &["direct", "programmatic"],
-            (false, true) => &["programmatic"],
-            _ => &[],
-        };
-        if !allowed.is_empty() {
-            tool["allowed_callers"] = json!(allowed);
-        }
+    if let Some(allowed) =
+        crate::request_tools::allowed_callers(&spec.name, options, "programmatic")
+    {
+        tool["allowed_callers"] = allowed;
     }
     tool
 }

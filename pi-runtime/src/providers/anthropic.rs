@@ -446,6 +446,14 @@ fn is_server_block(kind: &str) -> bool {
     kind == "server_tool_use" || kind.ends_with("_tool_result")
 }
 
+/// Keeps the code-execution container a response ran in (in `message_start`'s message or
+/// `message_delta`'s delta), for the next request (see [`container_of`]).
+fn keep_container(holder: &Value, out: &mut Assembler) {
+    if let Some(container) = holder.get("container").filter(|c| c.is_object()) {
+        out.set_message_field(CONTAINER, container.clone());
+    }
+}
+
 /// A block's fields besides the ones the call itself is made of (`caller`, ...).
 fn extra_fields(block: &Value, known: &[&str]) -> Map<String, Value> {
     block
@@ -533,14 +541,6 @@ impl AnthropicDecoder {
         };
         Some(index)
     }
-
-    /// Keeps the code-execution container a response ran in (in `message_start`'s message or
-    /// `message_delta`'s delta), for the next request (see [`container_of`]).
-    fn keep_container(&self, holder: &Value, out: &mut Assembler) {
-        if let Some(container) = holder.get("container").filter(|c| c.is_object()) {
-            out.set_message_field(CONTAINER, container.clone());
-        }
-    }
 }
 
 impl WireDecoder for AnthropicDecoder {
@@ -565,7 +565,7 @@ impl WireDecoder for AnthropicDecoder {
                 if let Some(usage) = message.get("usage") {
                     update_usage(out.usage_mut(), usage);
                 }
-                self.keep_container(message, out);
+                keep_container(message, out);
                 // A response that continues a program paused on a tool call can arrive whole
                 // in its start: its blocks (complete) and its stop reason, then `message_stop`.
                 for content in message
@@ -632,7 +632,7 @@ impl WireDecoder for AnthropicDecoder {
                     update_usage(out.usage_mut(), usage);
                 }
                 if let Some(delta) = data.get("delta") {
-                    self.keep_container(delta, out);
+                    keep_container(delta, out);
                 }
             }
             "message_stop" => match self.stop_reason.as_deref() {

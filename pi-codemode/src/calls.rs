@@ -39,12 +39,11 @@ impl<'a> Calls<'a> {
     }
 
     /// Starts a call; it first runs at the next [`Calls::ready`].
-    pub(crate) fn start(&mut self, id: u64, name: String, arguments: Value) {
-        let updates = progress(self.ctx, &name, id);
+    pub(crate) fn start(&mut self, id: u64, name: Arc<str>, arguments: Value) {
         let call = self
             .ctx
-            .call_tool(name, arguments)
-            .on_update(updates)
+            .call_tool(&*name, arguments)
+            .on_update(progress(self.ctx, name, id))
             .into_future();
         self.running.push(Tagged { id, call });
     }
@@ -109,11 +108,10 @@ impl Wake for Unpark {
 }
 
 /// A child's partial results as progress of the `code` call, tagged with the tool.
-fn progress(ctx: &ToolContext, name: &str, id: u64) -> UpdateSink {
+fn progress(ctx: &ToolContext, name: Arc<str>, id: u64) -> UpdateSink {
     let ctx = ctx.clone();
-    let name = name.to_owned();
     Arc::new(move |partial: ToolResult| {
-        let details = json!({ "tool": name, "call": id, "details": partial.details });
+        let details = json!({ "tool": &*name, "call": id, "details": partial.details });
         ctx.update(ToolResult::new(partial.content, details));
     })
 }

@@ -33,7 +33,7 @@ const SCRIPT_NAME: &str = "script.js";
 /// One tool call the script made, not started yet.
 struct Call {
     id: u64,
-    name: String,
+    name: Arc<str>,
     arguments: Json,
 }
 
@@ -86,7 +86,7 @@ struct Bridge {
     pending: HashMap<u64, Pending>,
     /// Calls made and not started yet (they start when the script next waits).
     outbox: Vec<Call>,
-    next_id: u64,
+    /// Calls made so far (also the id of the next one).
     calls: usize,
     console: String,
     console_cut: bool,
@@ -94,7 +94,7 @@ struct Bridge {
 }
 
 struct Pending {
-    name: String,
+    name: Arc<str>,
     resolve: Persistent<Function<'static>>,
     reject: Persistent<Function<'static>>,
 }
@@ -136,7 +136,6 @@ fn run(job: &Job) -> Outcome {
     let bridge = Rc::new(RefCell::new(Bridge {
         pending: HashMap::new(),
         outbox: Vec::new(),
-        next_id: 0,
         calls: 0,
         console: String::new(),
         console_cut: false,
@@ -154,7 +153,11 @@ fn run(job: &Job) -> Outcome {
         driver.drive()
     });
     let mut bridge = bridge.borrow_mut();
-    let mut unfinished: Vec<String> = bridge.pending.drain().map(|(_, p)| p.name).collect();
+    let mut unfinished: Vec<String> = bridge
+        .pending
+        .drain()
+        .map(|(_, p)| p.name.to_string())
+        .collect();
     unfinished.sort();
     if bridge.console_cut {
         bridge.console.push_str("\n[console output cut]");
@@ -275,11 +278,11 @@ impl<'js> Driver<'_, 'js> {
         if result.is_error {
             let text = result.text_content();
             let err = Exception::from_message(ctx.clone(), &format!("{}: {text}", pending.name))?;
-            err.set("tool", pending.name.as_str())?;
+            err.set("tool", &*pending.name)?;
             let reject = pending.reject.restore(ctx)?;
             return reject.call((err,));
         }
-        let structured = self.job.tools.get(&pending.name).copied().unwrap_or(false);
+        let structured = self.job.tools.get(&*pending.name).copied().unwrap_or(false);
         let value = if structured {
             let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
             ctx.json_parse(text)?
@@ -343,21 +346,13 @@ impl<'js> Driver<'_, 'js> {
     fn tool_function(&self, name: &str) -> rquickjs::Result<Function<'js>> {
         let bridge = Rc::clone(self.bridge);
         let max_calls = self.job.limits.max_calls;
-        let tool = name.to_owned();
+        let tool: Arc<str> = Arc::from(name);
         let function = Function::new(
             self.ctx.clone(),
             move |ctx: Ctx<'js>, arguments: Opt<Value<'js>>| -> rquickjs::Result<Promise<'js>> {
                 let (promise, resolve, reject) = ctx.promise()?;
-                let mut state = bridge.borrow_mut();
-                if state.calls >= max_calls {
-                    drop(state);
-                    let err = Exception::from_message(
-                        ctx.clone(),
-                        &format!("{tool}: the script made more than {max_calls} tool calls"),
-                    )?;
-                    reject.call::<_, ()>((err,))?;
-                    return Ok(promise);
-                }
+                // Before the bridge is borrowed: the script's own code may run here (a getter,
+                // `toJSON`) and use the bridge itself (log, call a tool).
                 let arguments = match arguments.0 {
                     None => Json::Object(Default::default()),
                     Some(value) if value.is_undefined() => Json::Object(Default::default()),
@@ -370,20 +365,30 @@ impl<'js> Driver<'_, 'js> {
                         serde_json::from_str(&text).unwrap_or(Json::Null)
                     }
                 };
-                let id = state.next_id;
-                state.next_id += 1;
+                let mut state = bridge.borrow_mut();
+                if state.calls >= max_calls {
+                    drop(state);
+                    let err = Exception::from_message(
+                        ctx.clone(),
+                        &format!("{tool}: the script made more than {max_calls} tool calls"),
+                    )?;
+                    reject.call::<_, ()>((err,))?;
+                    return Ok(promise);
+                }
+                // Calls are numbered in the order they are made.
+                let id = state.calls as u64;
                 state.calls += 1;
                 state.pending.insert(
                     id,
                     Pending {
-                        name: tool.clone(),
+                        name: Arc::clone(&tool),
                         resolve: Persistent::save(&ctx, resolve),
                         reject: Persistent::save(&ctx, reject),
                     },
                 );
                 state.outbox.push(Call {
                     id,
-                    name: tool.clone(),
+                    name: Arc::clone(&tool),
                     arguments,
                 });
                 Ok(promise)

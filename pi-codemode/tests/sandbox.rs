@@ -440,3 +440,26 @@ fn the_description_does_not_depend_on_registration_order() {
     assert_eq!(one.spec().description, two.spec().description);
     assert_eq!(one.callable().collect::<Vec<_>>(), ["a", "b", "c"]);
 }
+
+/// The arguments are turned into JSON by the script's own code where it has a say (a getter,
+/// `toJSON`): that code may log, attach an image or call a tool itself, and the bridge takes
+/// each as it would anywhere else.
+#[tokio::test]
+async fn arguments_whose_conversion_runs_the_bridge_are_taken_as_they_come() {
+    let (result, _) = run(
+        "const args = { toJSON() { console.log('converting'); return { a: 1 }; } };\n\
+         return await tools.echo(args);",
+    )
+    .await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.details["result"], "{\"a\":1}");
+    assert_eq!(result.details["console"], "converting");
+
+    let (result, _) = run("let inner;\n\
+         const args = { get b() { inner = tools.echo({ c: 2 }); return 3; } };\n\
+         const outer = await tools.echo(args);\n\
+         return [outer, await inner];")
+    .await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.details["result"], json!(["{\"b\":3}", "{\"c\":2}"]));
+}

@@ -14,6 +14,7 @@
 //! `.ci/install-test-deps` takes it into `recordings/ai-sdk-anthropic-3.0.20/` of the test
 //! dependencies' folder; without it the tests are skipped, or fail when env `CI` is set.
 
+mod common;
 mod recorded;
 mod sdk_types;
 
@@ -21,11 +22,11 @@ use std::sync::Arc;
 
 use pi_runtime::providers::AnthropicMessages;
 use pi_runtime::{
-    Agent, AgentLoopConfig, AssistantContent, AssistantMessage, Context, Message, ModelRequest,
-    RequestTools, ScriptedModel, StopReason, StreamOptions, ToolSearchMode,
+    Agent, AssistantContent, AssistantMessage, Context, Message, ModelRequest, RequestTools,
+    ScriptedModel, StopReason, StreamOptions, ToolSearchMode,
 };
-use pi_tool::{AgentTool, FnTool, ToolCallers, ToolRegistry};
-use recorded::{Api, check_event_grammar, final_message};
+use pi_tool::{AgentTool, FnTool, ToolCallers};
+use recorded::{Api, check_event_grammar, final_message, kinds};
 use sdk_types::{ANTHROPIC_MESSAGES, type_check};
 use serde_json::{Value, json};
 
@@ -66,19 +67,6 @@ fn decoded(responses: &[Vec<u8>], piece: usize) -> Vec<AssistantMessage> {
         .collect()
 }
 
-fn kinds(message: &AssistantMessage) -> Vec<String> {
-    message
-        .content
-        .iter()
-        .map(|block| match block {
-            AssistantContent::Text { .. } => "text".to_owned(),
-            AssistantContent::Thinking { .. } => "thinking".to_owned(),
-            AssistantContent::ToolCall(call) => format!("call {}", call.call.name),
-            AssistantContent::Provider(block) => block.kind().to_owned(),
-        })
-        .collect()
-}
-
 fn program_caller() -> Value {
     json!({"type": "code_execution_20250825", "tool_id": PROGRAM})
 }
@@ -94,7 +82,7 @@ fn each_recorded_response_keeps_its_calls_their_callers_and_the_container() {
         let first = &messages[0];
         assert_eq!(
             kinds(first),
-            ["text", "server_tool_use", "call rollDie"],
+            ["text", "server_tool_use", "toolCall"],
             "{first:?}"
         );
         assert_eq!(first.stop_reason, StopReason::ToolUse);
@@ -113,6 +101,7 @@ fn each_recorded_response_keeps_its_calls_their_callers_and_the_container() {
         for (i, message) in messages[..14].iter().enumerate() {
             let calls: Vec<_> = message.tool_calls().collect();
             assert_eq!(calls.len(), 1, "response {i}: {message:?}");
+            assert_eq!(calls[0].call.name, "rollDie", "response {i}");
             let player = if i % 2 == 0 { "player1" } else { "player2" };
             assert_eq!(calls[0].call.arguments, json!({"player": player}));
             assert_eq!(calls[0].provider_fields["caller"], program_caller());
@@ -232,15 +221,7 @@ async fn recorded_run(responses: &[Vec<u8>]) -> (Agent, Vec<ModelRequest>) {
             MODEL,
         ),
     );
-    let mut registry = ToolRegistry::new();
-    for tool in tools() {
-        registry.register_arc(tool);
-    }
-    let mut stream = StreamOptions::default();
-    stream.native_code_calls = true;
-    let agent = Agent::new(model.clone())
-        .with_tools(registry)
-        .with_config(AgentLoopConfig::new().stream_options(stream));
+    let agent = common::native_code_agent(model.clone(), tools());
     agent.prompt("Play first to 3 wins").await.unwrap();
     (agent, model.requests())
 }
@@ -254,12 +235,7 @@ async fn the_loop_answers_the_programs_calls_in_its_container() {
     assert_eq!(agent.error(), None);
     assert_eq!(requests.len(), 15);
     // Every call was the program's, of a code-only tool: each ran.
-    let results: Vec<(String, bool)> = agent
-        .messages()
-        .iter()
-        .filter_map(|m| m.as_tool_result())
-        .map(|r| (r.text(), r.is_error))
-        .collect();
+    let results = common::tool_results(&agent.messages());
     assert_eq!(results.len(), 14);
     assert!(results.iter().all(|(_, error)| !error), "{results:?}");
     assert_eq!(results[0].0, "6");
@@ -321,15 +297,7 @@ async fn a_direct_call_of_a_code_only_tool_is_still_refused() {
         "anthropic",
         MODEL,
     ));
-    let mut registry = ToolRegistry::new();
-    for tool in tools() {
-        registry.register_arc(tool);
-    }
-    let mut stream = StreamOptions::default();
-    stream.native_code_calls = true;
-    let agent = Agent::new(model)
-        .with_tools(registry)
-        .with_config(AgentLoopConfig::new().stream_options(stream));
+    let agent = common::native_code_agent(model, tools());
     agent.prompt("Play").await.unwrap();
     let messages = agent.messages();
     let result = messages.iter().find_map(|m| m.as_tool_result()).unwrap();

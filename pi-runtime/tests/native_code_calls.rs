@@ -10,6 +10,7 @@
 //! the shapes the API echoes in that recording (`{"type": "programmatic_tool_calling"}`,
 //! `allowed_callers: ["programmatic"]`).
 
+mod common;
 mod recorded;
 mod sdk_types;
 
@@ -17,10 +18,10 @@ use std::sync::Arc;
 
 use pi_runtime::providers::{AnthropicMessages, OpenAiResponses};
 use pi_runtime::{
-    Agent, AgentLoopConfig, AssistantContent, AssistantMessage, Context, Message, RequestTools,
-    ScriptedModel, StopReason, StreamOptions, ToolResultMessage,
+    Agent, AssistantContent, AssistantMessage, Context, Message, RequestTools, ScriptedModel,
+    StopReason, StreamOptions, ToolResultMessage,
 };
-use pi_tool::{AgentTool, Content, FnTool, ToolCallers, ToolRegistry};
+use pi_tool::{AgentTool, Content, FnTool, ToolCallers};
 use recorded::{Recording, final_message};
 use sdk_types::{OPENAI_RESPONSES, type_check};
 use serde_json::{Value, json};
@@ -283,15 +284,7 @@ async fn the_loop_runs_a_programs_call_of_a_code_only_tool_and_refuses_a_direct_
             "gpt-5.6",
         ),
     );
-    let mut registry = ToolRegistry::new();
-    for tool in tools() {
-        registry.register_arc(tool);
-    }
-    let mut stream = StreamOptions::default();
-    stream.native_code_calls = true;
-    let agent = Agent::new(model.clone())
-        .with_tools(registry)
-        .with_config(AgentLoopConfig::new().stream_options(stream));
+    let agent = common::native_code_agent(model.clone(), tools());
     agent.prompt("Check sku_123").await.unwrap();
 
     // The code-only tool is sent (for the program).
@@ -301,12 +294,7 @@ async fn the_loop_runs_a_programs_call_of_a_code_only_tool_and_refuses_a_direct_
         "{:?}",
         requests[0].tool_names()
     );
-    let results: Vec<(String, bool)> = agent
-        .messages()
-        .iter()
-        .filter_map(|m| m.as_tool_result())
-        .map(|r| (r.text(), r.is_error))
-        .collect();
+    let results = common::tool_results(&agent.messages());
     assert_eq!(results[0], ("{\"availableUnits\":42}".to_owned(), false));
     assert!(results[1].1, "{results:?}");
     assert_eq!(
@@ -325,13 +313,7 @@ async fn without_the_option_code_only_tools_stay_unsent() {
         )])
         .with_identity("openai-responses", "openai", "gpt-5.6"),
     );
-    let agent = Agent::new(model.clone()).with_tools({
-        let mut registry = ToolRegistry::new();
-        for tool in tools() {
-            registry.register_arc(tool);
-        }
-        registry
-    });
+    let agent = Agent::new(model.clone()).with_tools(tools().into_iter().collect());
     agent.prompt("hi").await.unwrap();
     assert_eq!(model.requests()[0].tool_names(), ["echo", "getDemand"]);
 }

@@ -18,22 +18,8 @@ use pi_runtime::{
     ToolSearchMode,
 };
 use pi_tool::{AgentTool, Content, FnTool, TOOL_SEARCH_NAME, ToolRegistry};
-use recorded::{Recording, check_event_grammar, final_message};
+use recorded::{Recording, check_event_grammar, final_message, kinds};
 use serde_json::{Value, json};
-
-/// The kinds of a message's blocks (a provider block by its own `type`).
-fn kinds(message: &AssistantMessage) -> Vec<String> {
-    message
-        .content
-        .iter()
-        .map(|block| match block {
-            AssistantContent::Text { .. } => "text".to_owned(),
-            AssistantContent::Thinking { .. } => "thinking".to_owned(),
-            AssistantContent::ToolCall(_) => "toolCall".to_owned(),
-            AssistantContent::Provider(block) => block.kind().to_owned(),
-        })
-        .collect()
-}
 
 fn provider_blocks(message: &AssistantMessage) -> Vec<&ProviderBlock> {
     message

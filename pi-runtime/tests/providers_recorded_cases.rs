@@ -8,8 +8,8 @@
 
 mod recorded;
 
-use pi_runtime::{AssistantContent, AssistantEvent, AssistantMessage, StopReason};
-use recorded::{Api, Recording, decode, final_message, text, thinking};
+use pi_runtime::{AssistantEvent, AssistantMessage, StopReason};
+use recorded::{Api, Recording, decode, final_message, kinds, text, thinking};
 use serde_json::{Value, json};
 
 fn done(events: &[AssistantEvent]) -> (StopReason, &AssistantMessage) {
@@ -24,19 +24,6 @@ fn error_of(events: &[AssistantEvent]) -> &str {
         Some(AssistantEvent::Error { error, .. }) => error.error_message.as_deref().unwrap_or(""),
         other => panic!("expected Error, got {other:?}"),
     }
-}
-
-fn kinds(message: &AssistantMessage) -> Vec<&'static str> {
-    message
-        .content
-        .iter()
-        .map(|block| match block {
-            AssistantContent::Text { .. } => "text",
-            AssistantContent::Thinking { .. } => "thinking",
-            AssistantContent::ToolCall(_) => "toolCall",
-            AssistantContent::Provider(_) => "provider",
-        })
-        .collect()
 }
 
 // Item 3: Chat Completions `delta.refusal`.

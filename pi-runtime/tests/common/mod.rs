@@ -309,6 +309,28 @@ pub fn request_tool_names(request: &pi_runtime::ModelRequest) -> Vec<String> {
         .collect()
 }
 
+/// An `Agent` on `model` with `tools`, asking for the API's own code runner
+/// (`StreamOptions::native_code_calls`).
+pub fn native_code_agent(
+    model: Arc<dyn Model>,
+    tools: Vec<Arc<dyn AgentTool>>,
+) -> pi_runtime::Agent {
+    let mut stream = pi_runtime::StreamOptions::default();
+    stream.native_code_calls = true;
+    pi_runtime::Agent::new(model)
+        .with_tools(tools.into_iter().collect())
+        .with_config(AgentLoopConfig::new().stream_options(stream))
+}
+
+/// The tool results of a transcript, in order: text and whether it is an error.
+pub fn tool_results(messages: &[Arc<Message>]) -> Vec<(String, bool)> {
+    messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| (r.text(), r.is_error))
+        .collect()
+}
+
 /// The messages the run added (from `AgentEnd`).
 pub fn new_messages(events: &[AgentEvent]) -> Vec<Arc<Message>> {
     match events.last() {

@@ -214,6 +214,21 @@ pub fn check_event_grammar(name: &str, events: &[AssistantEvent]) {
     }
 }
 
+/// The kinds of a message's blocks, in order: `text`, `thinking`, `toolCall`, and a provider
+/// block by its own `type` (`server_tool_use`, `program`, ...).
+pub fn kinds(message: &AssistantMessage) -> Vec<String> {
+    message
+        .content
+        .iter()
+        .map(|block| match block {
+            AssistantContent::Text { .. } => "text".to_owned(),
+            AssistantContent::Thinking { .. } => "thinking".to_owned(),
+            AssistantContent::ToolCall(_) => "toolCall".to_owned(),
+            AssistantContent::Provider(block) => block.kind().to_owned(),
+        })
+        .collect()
+}
+
 /// The text blocks of a message, joined without a separator.
 pub fn text(message: &AssistantMessage) -> String {
     blocks(message, |b| match b {

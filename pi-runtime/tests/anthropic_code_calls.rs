@@ -267,6 +267,19 @@ async fn the_loop_answers_the_programs_calls_in_its_container() {
     // The program block is sent back once, in the first answer's place.
     let last = body_of(&requests[14], &tools).to_string();
     assert_eq!(last.matches(&format!("\"id\":\"{PROGRAM}\"")).count(), 1);
+    // The final answer reports no container; a next prompt stays in the one the code ran in.
+    let mut next = agent.messages();
+    next.push(Arc::new(Message::user("Play again")));
+    let specs: Vec<pi_tool::ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+    let follow_up = AnthropicMessages::new(MODEL).request_body(
+        Context {
+            system_prompt: "",
+            messages: &next,
+            tools: &specs,
+        },
+        &options(&tools, true),
+    );
+    assert_eq!(follow_up["container"], CONTAINER);
     assert!(
         agent
             .messages()

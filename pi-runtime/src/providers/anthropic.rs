@@ -218,12 +218,17 @@ impl AnthropicMessages {
 /// The key of the code-execution container in [`AssistantMessage::provider_fields`].
 const CONTAINER: &str = "container";
 
-/// The container the last answer ran code in, which the next request names so that the code
-/// goes on in it: a program paused on tool calls continues only there (the API refuses the
-/// results without it), and a later program finds the earlier one's state.
+/// The container the latest answer that ran code ran it in, which the next request names so
+/// that the code goes on there: a program paused on tool calls continues only in it (the API
+/// refuses the results without it), and a later turn finds the earlier programs' state and
+/// files (a final answer reports no container, and the conversation stays in the one it ran
+/// in, as the Anthropic SDK's threads keep it).
 fn container_of(transcript: &[Message]) -> Option<&str> {
-    let last = transcript.iter().rev().find_map(Message::as_assistant)?;
-    last.provider_fields.get(CONTAINER)?.get("id")?.as_str()
+    transcript
+        .iter()
+        .rev()
+        .filter_map(Message::as_assistant)
+        .find_map(|answer| answer.provider_fields.get(CONTAINER)?.get("id")?.as_str())
 }
 
 /// Puts a cache breakpoint on the last block of the last user message, so the next request

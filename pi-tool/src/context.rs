@@ -358,6 +358,20 @@ impl ToolContext {
         }
     }
 
+    /// Whether partial results sent with [`update`](Self::update) go anywhere (a sink or a
+    /// host receives them), so a tool can skip building progress nobody reads.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pi_tool::ToolContext;
+    ///
+    /// assert!(!ToolContext::new("c1").has_update_sink());
+    /// assert!(ToolContext::new("c1").with_updates(Arc::new(|_| {})).has_update_sink());
+    /// ```
+    pub fn has_update_sink(&self) -> bool {
+        self.has_updates()
+    }
+
     /// Whether updates have somewhere to go.
     fn has_updates(&self) -> bool {
         match &self.repr {
@@ -394,6 +408,20 @@ impl ToolContext {
             Some(parent) => parent.child_token(),
             None => CancellationToken::new(),
         })
+    }
+
+    /// The token a host watches to see the call aborted from outside: the call's own signal if
+    /// it exists (given with [`with_signal`](Self::with_signal), or asked for), else the token
+    /// it would derive from. Watching does not create the call's own signal (a child token,
+    /// registered with its parent, per call); what cancels it before it exists is its parent.
+    pub(crate) fn abort_signal(&self) -> &CancellationToken {
+        match self.slot().signal.get() {
+            Some(own) => own,
+            None => match self.parent() {
+                Some(parent) => parent,
+                None => self.signal(),
+            },
+        }
     }
 
     /// The token the call's own signal derives from: its own parent, or its host's signal.
@@ -543,7 +571,7 @@ impl ToolContext {
                 parent: Some(self.signal().clone()),
                 state: Some(self.state().clone()),
                 slot: CallSlot::new(),
-                nesting: Nesting::Frame(Arc::new(frame)),
+                nesting: Nesting::Frame(frame),
             })),
         }
     }

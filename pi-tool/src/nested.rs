@@ -129,10 +129,11 @@ pub(crate) enum Nesting {
     /// A top-level call of this host.
     Host(Arc<dyn NestedHost>),
     /// A nested call.
-    Frame(Arc<Frame>),
+    Frame(Frame),
 }
 
 /// A nested call's place: its host, its own call and its depth.
+#[derive(Clone)]
 pub(crate) struct Frame {
     pub(crate) host: Arc<dyn NestedHost>,
     pub(crate) call: Arc<ToolCall>,

@@ -205,20 +205,22 @@ async fn until_aborted<F: Future>(ctx: &ToolContext, future: F) -> Option<F::Out
         return Some(future.await);
     }
     let future = pin!(future);
-    match select(future, pin!(ctx.signal().cancelled())).await {
+    match select(future, pin!(ctx.abort_signal().cancelled())).await {
         Either::Left((output, _)) => Some(output),
         Either::Right(((), _)) => None,
     }
 }
 
-/// Runs a call; after an abort of `ctx` the call gets the grace to answer for itself, and is
-/// then answered `Operation aborted`.
+/// Runs a call; after an abort of `ctx` from outside ([`ToolContext::abort_signal`]: its parent,
+/// or its own signal if it had one when the call started) the call gets the grace to answer
+/// for itself, and is then answered `Operation aborted`. A timeout cancelling the call's own
+/// signal is the timeout's to answer, not this.
 async fn until_aborted_or_grace<F>(ctx: &ToolContext, limits: &CallLimits, call: F) -> ToolResult
 where
     F: Future<Output = ToolResult>,
 {
     let call = pin!(call);
-    let call = match select(call, pin!(ctx.signal().cancelled())).await {
+    let call = match select(call, pin!(ctx.abort_signal().cancelled())).await {
         Either::Left((result, _)) => return result,
         Either::Right(((), call)) => call,
     };

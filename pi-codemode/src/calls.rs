@@ -40,11 +40,11 @@ impl<'a> Calls<'a> {
 
     /// Starts a call; it first runs at the next [`Calls::ready`].
     pub(crate) fn start(&mut self, id: u64, name: Arc<str>, arguments: Value) {
-        let call = self
-            .ctx
-            .call_tool(&*name, arguments)
-            .on_update(progress(self.ctx, name, id))
-            .into_future();
+        let mut call = self.ctx.call_tool(&*name, arguments);
+        if self.ctx.has_update_sink() {
+            call = call.on_update(progress(self.ctx, name, id));
+        }
+        let call = call.into_future();
         self.running.push(Tagged { id, call });
     }
 

@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 
 use crate::CodeLimits;
 use crate::calls::Calls;
+use crate::json::{JsonIntrinsics, JsonReader, NotJson};
 
 /// The native stack of the engine's thread: room above QuickJS's own stack cap.
 const THREAD_STACK: usize = 16 << 20;
@@ -91,6 +92,8 @@ struct Bridge {
     console: String,
     console_cut: bool,
     images: Vec<Content>,
+    /// What reading values as JSON needs of the realm (dropped before the context is).
+    json: Option<Rc<JsonIntrinsics>>,
 }
 
 struct Pending {
@@ -140,6 +143,7 @@ fn run(job: &Job) -> Outcome {
         console: String::new(),
         console_cut: false,
         images: Vec::new(),
+        json: None,
     }));
     let value = context.with(|ctx| {
         let driver = Driver {
@@ -153,6 +157,7 @@ fn run(job: &Job) -> Outcome {
         driver.drive()
     });
     let mut bridge = bridge.borrow_mut();
+    bridge.json = None;
     let mut unfinished: Vec<String> = bridge
         .pending
         .drain()
@@ -292,20 +297,24 @@ impl<'js> Driver<'_, 'js> {
         pending.resolve.restore(ctx)?.call((value,))
     }
 
-    /// A value as JSON through the engine's own (native) `JSON.stringify`.
+    /// The return value as `JSON.stringify` reads it (`undefined` is null).
     fn to_json(&self, value: Value<'js>) -> Result<Json, String> {
-        let text = match self.ctx.json_stringify(value) {
-            Ok(Some(text)) => text.to_string().map_err(|err| self.describe(err))?,
-            Ok(None) => return Ok(Json::Null),
-            Err(err) => {
-                return Err(format!(
-                    "the script's return value is not JSON: {}",
-                    self.describe(err)
-                ));
-            }
-        };
-        serde_json::from_str(&text)
-            .map_err(|err| format!("the script's return value is not JSON: {err}"))
+        let reader = self.json_reader().map_err(|err| self.describe(err))?;
+        match reader.read(value) {
+            Ok(json) => Ok(json.unwrap_or(Json::Null)),
+            Err(NotJson::Thrown(err)) => Err(format!(
+                "the script's return value is not JSON: {}",
+                self.describe(err)
+            )),
+            Err(other) => Err(format!(
+                "the script's return value is not JSON: {}",
+                other.message(self.job.limits.memory_bytes)
+            )),
+        }
+    }
+
+    fn json_reader(&self) -> rquickjs::Result<JsonReader<'js>> {
+        json_reader(&self.ctx, self.bridge, self.job.limits.memory_bytes)
     }
 
     /// The pending exception (or an engine error) as text for the model, with the script's line.
@@ -323,6 +332,7 @@ impl<'js> Driver<'_, 'js> {
     /// Puts `tools`, `console` and `attachImage` in place and locks the bridge down.
     fn install(&self) -> rquickjs::Result<()> {
         let ctx = &self.ctx;
+        self.bridge.borrow_mut().json = Some(Rc::new(JsonIntrinsics::take(ctx)?));
         let tools = Object::new(ctx.clone())?;
         tools.set_prototype(None)?;
         for name in self.job.tools.keys() {
@@ -346,6 +356,7 @@ impl<'js> Driver<'_, 'js> {
     fn tool_function(&self, name: &str) -> rquickjs::Result<Function<'js>> {
         let bridge = Rc::clone(self.bridge);
         let max_calls = self.job.limits.max_calls;
+        let memory_cap = self.job.limits.memory_bytes;
         let tool: Arc<str> = Arc::from(name);
         let function = Function::new(
             self.ctx.clone(),
@@ -353,16 +364,21 @@ impl<'js> Driver<'_, 'js> {
                 let (promise, resolve, reject) = ctx.promise()?;
                 // Before the bridge is borrowed: the script's own code may run here (a getter,
                 // `toJSON`) and use the bridge itself (log, call a tool).
-                let arguments = match arguments.0 {
-                    None => Json::Object(Default::default()),
-                    Some(value) if value.is_undefined() => Json::Object(Default::default()),
-                    Some(value) => {
-                        let text = ctx
-                            .json_stringify(value)?
-                            .map(|text| text.to_string())
-                            .transpose()?
-                            .unwrap_or_else(|| "{}".into());
-                        serde_json::from_str(&text).unwrap_or(Json::Null)
+                let read = match arguments.0 {
+                    None => Ok(None),
+                    Some(value) => json_reader(&ctx, &bridge, memory_cap)?.read(value),
+                };
+                let arguments = match read {
+                    Ok(arguments) => arguments.unwrap_or_else(|| Json::Object(Default::default())),
+                    Err(NotJson::Thrown(err)) => return Err(err),
+                    Err(other) => {
+                        let message = other.message(memory_cap);
+                        let err = Exception::from_message(
+                            ctx.clone(),
+                            &format!("{tool}: the arguments are not JSON: {message}"),
+                        )?;
+                        reject.call::<_, ()>((err,))?;
+                        return Ok(promise);
                     }
                 };
                 let mut state = bridge.borrow_mut();
@@ -457,6 +473,19 @@ impl<'js> Driver<'_, 'js> {
             },
         )
     }
+}
+
+/// A reader of the realm's values as JSON; the bridge is borrowed only to take its intrinsics
+/// (the reading runs script code: getters, `toJSON`).
+fn json_reader<'js>(
+    ctx: &Ctx<'js>,
+    bridge: &Rc<RefCell<Bridge>>,
+    memory_cap: usize,
+) -> rquickjs::Result<JsonReader<'js>> {
+    let intrinsics = bridge.borrow().json.clone();
+    let intrinsics = intrinsics
+        .ok_or_else(|| Exception::throw_internal(ctx, "the code engine's bridge is not set up"))?;
+    JsonReader::new(ctx, intrinsics, memory_cap)
 }
 
 /// Runs once on a fresh realm, before the script: freezes the bridge, makes its globals

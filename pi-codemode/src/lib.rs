@@ -3,6 +3,7 @@
 mod calls;
 mod declarations;
 mod engine;
+mod json;
 mod limits;
 mod session;
 mod tool;

@@ -172,36 +172,26 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 /// Median time of one `future` over `runs` (after a warm-up run).
-async fn time<F: Future<Output = ToolResult>>(
-    runs: usize,
-    mut future: impl FnMut() -> F,
-) -> Duration {
-    assert!(!future().await.is_error);
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let started = Instant::now();
-        let result = future().await;
-        times.push(started.elapsed());
-        assert!(!result.is_error, "{result:?}");
-    }
-    median(times)
+async fn time<F: Future<Output = ToolResult>>(runs: usize, future: impl FnMut() -> F) -> Duration {
+    time_batched(runs, 1, future).await
 }
 
-/// Median time of one call of `future`, timed over batches of `NESTED` calls (so that the clock
+/// Median time of one call of `future`, timed over batches of `batch` calls (so that the clock
 /// read, ~50 ns on some machines, is not counted in a call that takes a few hundred).
 async fn time_batched<F: Future<Output = ToolResult>>(
     runs: usize,
+    batch: u32,
     mut future: impl FnMut() -> F,
 ) -> Duration {
     assert!(!future().await.is_error);
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
-        for _ in 0..NESTED {
+        for _ in 0..batch {
             let result = future().await;
             assert!(!result.is_error, "{result:?}");
         }
-        times.push(started.elapsed() / NESTED);
+        times.push(started.elapsed() / batch);
     }
     median(times)
 }
@@ -256,9 +246,9 @@ fn main() {
         let all = ToolCall::new("c", "code", json!({ "script": AT_ONCE }));
         let with_all = time(runs, || tools.run(&all)).await;
         let direct_call = ToolCall::new("d", "noop", json!({}));
-        let direct = time_batched(runs, || tools.run(&direct_call)).await;
+        let direct = time_batched(runs, NESTED, || tools.run(&direct_call)).await;
         let parent = pi_tool::CancellationToken::new();
-        let direct_ctx = time_batched(runs, || {
+        let direct_ctx = time_batched(runs, NESTED, || {
             let ctx = pi_tool::ToolContext::new("d")
                 .with_parent_signal(parent.clone())
                 .with_updates(Arc::new(|_| {}));

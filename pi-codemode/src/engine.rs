@@ -373,23 +373,16 @@ impl<'js> Driver<'_, 'js> {
                     Err(NotJson::Thrown(err)) => return Err(err),
                     Err(other) => {
                         let message = other.message(memory_cap);
-                        let err = Exception::from_message(
-                            ctx.clone(),
-                            &format!("{tool}: the arguments are not JSON: {message}"),
-                        )?;
-                        reject.call::<_, ()>((err,))?;
-                        return Ok(promise);
+                        let message = format!("{tool}: the arguments are not JSON: {message}");
+                        return rejected(&ctx, &reject, promise, &message);
                     }
                 };
                 let mut state = bridge.borrow_mut();
                 if state.calls >= max_calls {
                     drop(state);
-                    let err = Exception::from_message(
-                        ctx.clone(),
-                        &format!("{tool}: the script made more than {max_calls} tool calls"),
-                    )?;
-                    reject.call::<_, ()>((err,))?;
-                    return Ok(promise);
+                    let message =
+                        format!("{tool}: the script made more than {max_calls} tool calls");
+                    return rejected(&ctx, &reject, promise, &message);
                 }
                 // Calls are numbered in the order they are made.
                 let id = state.calls as u64;
@@ -473,6 +466,18 @@ impl<'js> Driver<'_, 'js> {
             },
         )
     }
+}
+
+/// `promise`, rejected with an `Error` saying `message` (a call refused before it starts).
+fn rejected<'js>(
+    ctx: &Ctx<'js>,
+    reject: &Function<'js>,
+    promise: Promise<'js>,
+    message: &str,
+) -> rquickjs::Result<Promise<'js>> {
+    let err = Exception::from_message(ctx.clone(), message)?;
+    reject.call::<_, ()>((err,))?;
+    Ok(promise)
 }
 
 /// A reader of the realm's values as JSON; the bridge is borrowed only to take its intrinsics

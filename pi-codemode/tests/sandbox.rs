@@ -463,3 +463,26 @@ async fn arguments_whose_conversion_runs_the_bridge_are_taken_as_they_come() {
     assert!(!result.is_error, "{result:?}");
     assert_eq!(result.details["result"], json!(["{\"b\":3}", "{\"c\":2}"]));
 }
+
+/// Arguments no host could take are refused at the call, with the reason, and the script may
+/// catch it; a string with an unpaired surrogate reaches the tool with U+FFFD for it.
+#[tokio::test]
+async fn arguments_that_cannot_be_json_reject_the_call_with_the_reason() {
+    let (result, _) = run("let v = 0; for (let i = 0; i < 200; i++) v = [v];\n\
+         try { await tools.echo(v); return 'sent'; } catch (e) { return e.message; }")
+    .await;
+    assert!(!result.is_error, "{result:?}");
+    let message = result.details["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.starts_with("echo: the arguments are not JSON"),
+        "{message}"
+    );
+    assert!(message.contains("deeper than 128 levels"), "{message}");
+
+    let (result, _) = run("return await tools.echo({ s: 'a\\ud800b' });").await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.details["result"], "{\"s\":\"a\u{fffd}b\"}");
+}

@@ -7,7 +7,8 @@
 //!
 //! Run: `cargo bench -p pi-codemode --bench code_mode` (options: `--runs N`, default 30;
 //! `--only-nested` runs only the 500-at-once script, `--only-sequential` only the 500-in-turn
-//! one, for a profiler).
+//! one, `--only-direct` only 500 direct calls, `--only-rust` only 500 nested calls from a Rust
+//! tool, for a profiler).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,17 +197,29 @@ async fn time_batched<F: Future<Output = ToolResult>>(
     median(times)
 }
 
+/// What `--only-*` runs alone.
+#[derive(Clone, Copy)]
+enum Only {
+    Script(&'static str),
+    Direct,
+    Rust,
+}
+
 fn main() {
     let mut runs = 30;
-    let mut only_nested = None;
+    let mut only = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--runs" {
             runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N");
         } else if arg == "--only-nested" {
-            only_nested = Some(AT_ONCE);
+            only = Some(Only::Script(AT_ONCE));
         } else if arg == "--only-sequential" {
-            only_nested = Some(IN_TURN);
+            only = Some(Only::Script(IN_TURN));
+        } else if arg == "--only-direct" {
+            only = Some(Only::Direct);
+        } else if arg == "--only-rust" {
+            only = Some(Only::Rust);
         }
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -214,12 +227,17 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        if let Some(script) = only_nested {
-            // For a profiler: one of the 500-call scripts alone.
+        if let Some(only) = only {
+            // For a profiler: 500 calls of one kind alone.
             let tools = tools();
-            let call = ToolCall::new("c", "code", json!({ "script": script }));
-            let each = time(runs, || tools.run(&call)).await;
-            println!("500 nested calls: {each:.2?}");
+            let call = match only {
+                Only::Script(script) => ToolCall::new("c", "code", json!({ "script": script })),
+                Only::Direct => ToolCall::new("d", "noop", json!({})),
+                Only::Rust => ToolCall::new("r", "noop_500", json!({})),
+            };
+            let batch = if matches!(only, Only::Direct) { NESTED } else { 1 };
+            let each = time_batched(runs, batch, || tools.run(&call)).await * batch;
+            println!("500 calls: {each:.2?}");
             return;
         }
         let turns = task(runs, turns_script).await;

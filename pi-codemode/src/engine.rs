@@ -1,10 +1,10 @@
 //! The sandboxed engine: one QuickJS runtime on a thread of its own per `code` call. The script
-//! runs as the body of an async function; `tools.<name>(args)` returns a promise, and the
-//! calls the script made start when it next waits ([`crate::calls`], on this same thread);
-//! each result settles its promise.
+//! runs as the body of an async function; `tools.<name>(args)` starts the call on this same
+//! thread ([`crate::calls`]) and returns a promise, settled at once when the call finishes at
+//! once, else when the script next waits and the call has finished.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -23,20 +23,13 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::CodeLimits;
-use crate::calls::Calls;
+use crate::calls::{Calls, Started};
 use crate::json::{JsonIntrinsics, JsonReader, NotJson};
 
 /// The native stack of the engine's thread: room above QuickJS's own stack cap.
 const THREAD_STACK: usize = 16 << 20;
 /// The name errors and stack traces give the script.
 const SCRIPT_NAME: &str = "script.js";
-
-/// One tool call the script made, not started yet.
-struct Call {
-    id: u64,
-    name: Arc<str>,
-    arguments: Json,
-}
 
 /// How a run ended.
 pub(crate) struct Outcome {
@@ -84,9 +77,8 @@ pub(crate) fn spawn(job: Job, done: oneshot::Sender<Outcome>) -> std::io::Result
 
 /// What the bridge functions share with the driver loop.
 struct Bridge {
-    pending: HashMap<u64, Pending>,
-    /// Calls made and not started yet (they start when the script next waits).
-    outbox: Vec<Call>,
+    /// The promises of the calls that are waiting, by call id.
+    pending: BTreeMap<u64, Pending>,
     /// Calls made so far (also the id of the next one).
     calls: usize,
     console: String,
@@ -98,6 +90,8 @@ struct Bridge {
 
 struct Pending {
     name: Arc<str>,
+    /// Whether the tool's result is structured (its `details`, not its text).
+    structured: bool,
     resolve: Persistent<Function<'static>>,
     reject: Persistent<Function<'static>>,
 }
@@ -113,6 +107,8 @@ fn fail(message: impl Into<String>) -> Outcome {
 }
 
 fn run(job: &Job) -> Outcome {
+    // For the whole run: the calls are started, polled and dropped inside the host's runtime.
+    let _entered = job.runtime.enter();
     let started = Instant::now();
     let deadline = started + job.limits.time;
     let Ok(runtime) = Runtime::new() else {
@@ -137,31 +133,33 @@ fn run(job: &Job) -> Outcome {
         return fail("the code engine could not start");
     };
     let bridge = Rc::new(RefCell::new(Bridge {
-        pending: HashMap::new(),
-        outbox: Vec::new(),
+        pending: BTreeMap::new(),
         calls: 0,
         console: String::new(),
         console_cut: false,
         images: Vec::new(),
         json: None,
     }));
+    let calls = Rc::new(RefCell::new(Calls::new(job.ctx.clone())));
     let value = context.with(|ctx| {
         let driver = Driver {
             ctx: ctx.clone(),
             job,
             bridge: &bridge,
-            calls: RefCell::new(Calls::new(&job.ctx, &job.runtime)),
+            calls: &calls,
             stop: &stop,
             deadline,
         };
         driver.drive()
     });
+    // Calls still waiting are cancelled now (their futures dropped), not when the engine's
+    // collector gets to the bridge functions.
+    calls.borrow_mut().cancel_all();
     let mut bridge = bridge.borrow_mut();
     bridge.json = None;
-    let mut unfinished: Vec<String> = bridge
-        .pending
-        .drain()
-        .map(|(_, p)| p.name.to_string())
+    let mut unfinished: Vec<String> = std::mem::take(&mut bridge.pending)
+        .into_values()
+        .map(|p| p.name.to_string())
         .collect();
     unfinished.sort();
     if bridge.console_cut {
@@ -180,7 +178,7 @@ struct Driver<'a, 'js> {
     ctx: Ctx<'js>,
     job: &'a Job,
     bridge: &'a Rc<RefCell<Bridge>>,
-    calls: RefCell<Calls<'a>>,
+    calls: &'a Rc<RefCell<Calls>>,
     stop: &'a AtomicU8,
     deadline: Instant,
 }
@@ -237,32 +235,37 @@ impl<'js> Driver<'_, 'js> {
         }
     }
 
-    /// Starts the calls the script made since it last waited, then waits for results and
-    /// settles their promises (every one that is ready before the script runs again).
+    /// Waits for results of the calls that wait and settles their promises (every one that is
+    /// ready before the script runs again).
     fn wait(&self) -> Result<(), String> {
-        let made = std::mem::take(&mut self.bridge.borrow_mut().outbox);
-        let mut calls = self.calls.borrow_mut();
-        for Call {
-            id,
-            name,
-            arguments,
-        } in made
-        {
-            calls.start(id, name, arguments);
-        }
         loop {
-            let ready = calls.ready();
+            // Not borrowed while a promise is settled: that may run the script's code (a
+            // `then` getter on `Object.prototype`), which may make calls.
+            let ready = self.calls.borrow_mut().ready();
             if !ready.is_empty() {
-                drop(calls);
                 for (id, result) in ready {
                     let pending = self.bridge.borrow_mut().pending.remove(&id);
                     if let Some(pending) = pending {
-                        self.settle(pending, result)
+                        let resolve = pending.resolve.restore(&self.ctx);
+                        let reject = pending.reject.restore(&self.ctx);
+                        resolve
+                            .and_then(|resolve| {
+                                let reject = reject?;
+                                settle(
+                                    &self.ctx,
+                                    &pending.name,
+                                    pending.structured,
+                                    &resolve,
+                                    &reject,
+                                    result,
+                                )
+                            })
                             .map_err(|err| self.describe(err))?;
                     }
                 }
                 return Ok(());
             }
+            let calls = self.calls.borrow();
             if calls.is_empty() {
                 return Err(
                     "the script awaits a promise that can never settle (no tool call is running)"
@@ -276,25 +279,6 @@ impl<'js> Driver<'_, 'js> {
             }
             calls.park_until(self.deadline);
         }
-    }
-
-    fn settle(&self, pending: Pending, result: ToolResult) -> rquickjs::Result<()> {
-        let ctx = &self.ctx;
-        if result.is_error {
-            let text = result.text_content();
-            let err = Exception::from_message(ctx.clone(), &format!("{}: {text}", pending.name))?;
-            err.set("tool", &*pending.name)?;
-            let reject = pending.reject.restore(ctx)?;
-            return reject.call((err,));
-        }
-        let structured = self.job.tools.get(&*pending.name).copied().unwrap_or(false);
-        let value = if structured {
-            let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
-            ctx.json_parse(text)?
-        } else {
-            rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
-        };
-        pending.resolve.restore(ctx)?.call((value,))
     }
 
     /// The return value as `JSON.stringify` reads it (`undefined` is null).
@@ -335,8 +319,8 @@ impl<'js> Driver<'_, 'js> {
         self.bridge.borrow_mut().json = Some(Rc::new(JsonIntrinsics::take(ctx)?));
         let tools = Object::new(ctx.clone())?;
         tools.set_prototype(None)?;
-        for name in self.job.tools.keys() {
-            tools.set(name.as_str(), self.tool_function(name)?)?;
+        for (name, structured) in self.job.tools.iter() {
+            tools.set(name.as_str(), self.tool_function(name, *structured)?)?;
         }
         let console = Object::new(ctx.clone())?;
         for (method, prefix) in [
@@ -353,8 +337,9 @@ impl<'js> Driver<'_, 'js> {
         lockdown.call((tools, console, attach))
     }
 
-    fn tool_function(&self, name: &str) -> rquickjs::Result<Function<'js>> {
+    fn tool_function(&self, name: &str, structured: bool) -> rquickjs::Result<Function<'js>> {
         let bridge = Rc::clone(self.bridge);
+        let calls = Rc::clone(self.calls);
         let max_calls = self.job.limits.max_calls;
         let memory_cap = self.job.limits.memory_bytes;
         let tool: Arc<str> = Arc::from(name);
@@ -377,29 +362,38 @@ impl<'js> Driver<'_, 'js> {
                         return rejected(&ctx, &reject, promise, &message);
                     }
                 };
-                let mut state = bridge.borrow_mut();
-                if state.calls >= max_calls {
-                    drop(state);
-                    let message =
-                        format!("{tool}: the script made more than {max_calls} tool calls");
-                    return rejected(&ctx, &reject, promise, &message);
+                let id = {
+                    let mut state = bridge.borrow_mut();
+                    if state.calls >= max_calls {
+                        drop(state);
+                        let message =
+                            format!("{tool}: the script made more than {max_calls} tool calls");
+                        return rejected(&ctx, &reject, promise, &message);
+                    }
+                    // Calls are numbered in the order they are made.
+                    state.calls += 1;
+                    state.calls as u64 - 1
+                };
+                // Neither the bridge nor the calls are borrowed while the tool runs, or while
+                // its promise is settled (which may run the script's code: a `then` getter).
+                let started = calls.borrow().start(id, Arc::clone(&tool), arguments);
+                match started {
+                    Started::Done(result) => {
+                        settle(&ctx, &tool, structured, &resolve, &reject, result)?;
+                    }
+                    Started::Waiting(call) => {
+                        bridge.borrow_mut().pending.insert(
+                            id,
+                            Pending {
+                                name: Arc::clone(&tool),
+                                structured,
+                                resolve: Persistent::save(&ctx, resolve),
+                                reject: Persistent::save(&ctx, reject),
+                            },
+                        );
+                        calls.borrow_mut().wait_for(id, call);
+                    }
                 }
-                // Calls are numbered in the order they are made.
-                let id = state.calls as u64;
-                state.calls += 1;
-                state.pending.insert(
-                    id,
-                    Pending {
-                        name: Arc::clone(&tool),
-                        resolve: Persistent::save(&ctx, resolve),
-                        reject: Persistent::save(&ctx, reject),
-                    },
-                );
-                state.outbox.push(Call {
-                    id,
-                    name: Arc::clone(&tool),
-                    arguments,
-                });
                 Ok(promise)
             },
         )?;
@@ -466,6 +460,31 @@ impl<'js> Driver<'_, 'js> {
             },
         )
     }
+}
+
+/// Settles a call's promise with its result: the tool's structured value (its `details`) or its
+/// text, or an `Error` naming the tool when the call failed.
+fn settle<'js>(
+    ctx: &Ctx<'js>,
+    tool: &str,
+    structured: bool,
+    resolve: &Function<'js>,
+    reject: &Function<'js>,
+    result: ToolResult,
+) -> rquickjs::Result<()> {
+    if result.is_error {
+        let text = result.text_content();
+        let err = Exception::from_message(ctx.clone(), &format!("{tool}: {text}"))?;
+        err.set("tool", tool)?;
+        return reject.call((err,));
+    }
+    let value = if structured {
+        let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
+        ctx.json_parse(text)?
+    } else {
+        rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
+    };
+    resolve.call((value,))
 }
 
 /// `promise`, rejected with an `Error` saying `message` (a call refused before it starts).

@@ -48,6 +48,10 @@ fn host(seen: &Arc<Seen>, limits: CodeLimits) -> ToolRegistry {
             )
             .output_schema(json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}))
             .build(|args: Value, _| async move {
+                if args["later"] == true {
+                    // Not finished when first polled: the script's promise waits for it.
+                    tokio::task::yield_now().await;
+                }
                 let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
                 ToolResult::new(vec![pi_tool::Content::text(sum.to_string())], json!({"sum": sum}))
             })
@@ -362,10 +366,16 @@ async fn a_tool_the_script_may_not_call_is_not_there() {
 
 #[tokio::test]
 async fn calls_a_script_never_awaits_are_cancelled() {
-    // Never sent: the script returns before it waits for anything.
+    // Started when made (as an async function's body starts at once), cancelled when the script
+    // returns without waiting for them.
     let (result, seen) = run("tools.slow({}); tools.slow({}); return 1;").await;
     assert_error(&result, "2 tool call(s) were still running (slow, slow)");
-    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 0);
+    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.slow_dropped.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.slow_finished.load(Ordering::SeqCst), 0);
+    // A call that finished when made is no longer running: its result is simply not used.
+    let (result, _) = run("tools.echo({}); return 1;").await;
+    assert_eq!(result.text_content(), "1", "{result:?}");
     // Started (with the echo the script awaits), then cancelled when the script returns.
     let (result, seen) = run("tools.slow({}); await tools.echo({}); return 1;").await;
     assert_error(&result, "1 tool call(s) were still running (slow)");
@@ -462,6 +472,28 @@ async fn arguments_whose_conversion_runs_the_bridge_are_taken_as_they_come() {
     .await;
     assert!(!result.is_error, "{result:?}");
     assert_eq!(result.details["result"], json!(["{\"b\":3}", "{\"c\":2}"]));
+}
+
+/// Settling a call's promise may run the script's code (a `then` getter on `Object.prototype`
+/// is asked for when a structured result is resolved), which may call tools itself: that works
+/// both for a call that finishes when made and for one settled after a wait.
+#[tokio::test]
+async fn a_then_getter_that_calls_tools_while_a_result_settles_is_taken_as_it_comes() {
+    let (result, _) = run("let calls = 0; const inner = [];\n\
+         Object.defineProperty(Object.prototype, 'then', { configurable: true,\n\
+           get() { if (calls++ < 4) inner.push(tools.echo({ n: calls })); return undefined; } });\n\
+         const now = await tools.add({ a: 1, b: 2 });\n\
+         const [later] = await Promise.all([tools.add({ a: 3, b: 4, later: true }), tools.progress({})]);\n\
+         delete Object.prototype.then;\n\
+         return [now.sum, later.sum, await Promise.all(inner)];")
+    .await;
+    assert!(!result.is_error, "{result:?}");
+    // The getter ran while `now` (settled when made), `later` (settled after a wait) and the
+    // array `Promise.all` resolves to were resolved.
+    assert_eq!(
+        result.details["result"],
+        json!([3, 7, ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"]])
+    );
 }
 
 /// Arguments no host could take are refused at the call, with the reason, and the script may

@@ -481,6 +481,9 @@ fn settle<'js>(
     let value = if structured {
         let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
         ctx.json_parse(text)?
+    } else if let [Content::Text { text }] = result.content.as_slice() {
+        // The usual case, without joining the texts into a new string first.
+        rquickjs::String::from_str(ctx.clone(), text)?.into_value()
     } else {
         rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
     };

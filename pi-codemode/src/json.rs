@@ -285,15 +285,23 @@ impl<'js> Walk<'_, 'js> {
     }
 
     fn object(&mut self, object: Object<'js>) -> Result<Json, NotJson> {
+        // The keys as they are now (stringify takes them before it reads a value).
+        let mut keys = object.keys::<Atom<'js>>().peekable();
+        if keys.peek().is_none() {
+            // No value inside, so no cycle through it: only the depth counts.
+            if self.ancestors.len() >= MAX_SUPPORTED_ARGUMENT_DEPTH {
+                return Err(NotJson::TooDeep);
+            }
+            self.take(2)?;
+            return Ok(Json::Object(Map::new()));
+        }
         self.enter(&object)?;
         self.take(2)?;
-        let keys = object
-            .keys::<Atom<'js>>()
-            .collect::<rquickjs::Result<Vec<_>>>()?;
-        let mut map = Map::with_capacity(keys.len());
-        for key in &keys {
+        let mut map = Map::new();
+        for key in keys {
+            let key = key?;
             let item: Value<'js> = object.get(key.clone())?;
-            if let Some(item) = self.property(item, Key::Name(key))? {
+            if let Some(item) = self.property(item, Key::Name(&key))? {
                 let name = self.reader.text(&key.to_js_string()?)?;
                 self.take(name.len() + 4)?;
                 map.insert(name, item);

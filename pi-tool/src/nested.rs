@@ -252,7 +252,7 @@ impl<'a> NestedCall<'a> {
             return ToolResult::error(ABORTED);
         }
         let number = parent.children().next();
-        let id = format!("{}/{number}", parent.tool_call_id());
+        let id = child_id(parent.tool_call_id(), number);
         let span = nested_span(&name, &id, parent.tool_call_id(), depth);
         let call = Arc::new(ToolCall::new(id, name, arguments));
         let ctx = parent.child(
@@ -286,6 +286,17 @@ impl std::fmt::Debug for NestedCall<'_> {
             .field("has_update_sink", &self.updates.is_some())
             .finish()
     }
+}
+
+/// The id of a parent's nested call number `number`: `<parent id>/<number>`.
+fn child_id(parent: &str, number: u32) -> String {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(number);
+    let mut id = String::with_capacity(parent.len() + 1 + digits.len());
+    id.push_str(parent);
+    id.push('/');
+    id.push_str(digits);
+    id
 }
 
 /// The span of a nested call: `execute_tool`, as the loop's top-level calls, with the parent's

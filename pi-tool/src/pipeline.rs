@@ -10,11 +10,13 @@
 //! [`fit_result`], between its hooks and events, and keeps sequential tools apart by running
 //! their batch one call at a time).
 
-use std::future::Future;
-use std::pin::pin;
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures_util::future::{Either, select};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::callers::{code_only_message, model_only_message};
 use crate::nested::{BeforeCall, CallHooks};
@@ -81,7 +83,8 @@ pub async fn run_nested_call(
     parent: &ToolContext,
     ctx: ToolContext,
 ) -> ToolResult {
-    let mut result = Box::pin(run_nested_unfitted(host, hooks, call, parent, ctx)).await;
+    // Not boxed here: a host's `run_nested` boxes this whole future once.
+    let mut result = run_nested_unfitted(host, hooks, call, parent, ctx).await;
     fit_result(&mut result.content, host.limits().max_result_bytes);
     result
 }
@@ -204,11 +207,30 @@ async fn until_aborted<F: Future>(ctx: &ToolContext, future: F) -> Option<F::Out
     if !ctx.may_be_aborted() {
         return Some(future.await);
     }
-    let future = pin!(future);
-    match select(future, pin!(ctx.abort_signal().cancelled())).await {
-        Either::Left((output, _)) => Some(output),
-        Either::Right(((), _)) => None,
-    }
+    race_abort(ctx.abort_signal(), pin!(future)).await.ok()
+}
+
+/// `future`'s output, or `Err` once `signal` is cancelled first (the future is then left
+/// unfinished with its caller). The wait for the signal is set up only when the future does not
+/// finish at its first poll, so a call that finishes at once never registers with the signal.
+async fn race_abort<F: Future>(
+    signal: &CancellationToken,
+    mut future: Pin<&mut F>,
+) -> Result<F::Output, ()> {
+    let mut cancelled = pin!(None::<WaitForCancellationFuture<'_>>);
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        if cancelled.is_none() {
+            cancelled.set(Some(signal.cancelled()));
+        }
+        let Some(cancelled) = cancelled.as_mut().as_pin_mut() else {
+            unreachable!("set above");
+        };
+        cancelled.poll(cx).map(Err)
+    })
+    .await
 }
 
 /// Runs a call; after an abort of `ctx` from outside ([`ToolContext::abort_signal`]: its parent,
@@ -219,11 +241,10 @@ async fn until_aborted_or_grace<F>(ctx: &ToolContext, limits: &CallLimits, call:
 where
     F: Future<Output = ToolResult>,
 {
-    let call = pin!(call);
-    let call = match select(call, pin!(ctx.abort_signal().cancelled())).await {
-        Either::Left((result, _)) => return result,
-        Either::Right(((), call)) => call,
-    };
+    let mut call = pin!(call);
+    if let Ok(result) = race_abort(ctx.abort_signal(), call.as_mut()).await {
+        return result;
+    }
     match select(call, crate::Deadline::after(limits.abort_grace)).await {
         Either::Left((result, _)) => result,
         Either::Right(((), _)) => ToolResult::error(ABORTED),

@@ -75,7 +75,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bind(session)
         .bind(PiTools::new(tools))
         .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    // `pi_restate::bind`: connections without Nagle's delay (with tokio's own listener each
+    // invocation could wait 40 ms for Restate's delayed acknowledgement).
+    let listener = pi_restate::bind("127.0.0.1:0".parse()?).await?;
     let service_url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(HttpServer::new(endpoint).serve(listener));
 

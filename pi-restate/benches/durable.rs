@@ -3,10 +3,12 @@
 //! `PiTools` service (a journaled step and a durable RPC), each next to a handler written with
 //! the bare restate-sdk that journals the same steps (what pi-restate itself adds is the
 //! difference); then completed sessions per second with 100 concurrent sessions of 5 turns
-//! each. Needs the Restate server from `.ci/install-test-deps`.
+//! each. Every service is served on connections without Nagle's delay ([`pi_restate::bind`]);
+//! `--nagle` serves them with the SDK's own listener instead. Needs the Restate server from
+//! `.ci/install-test-deps`.
 //!
 //! ```text
-//! cargo bench -p pi-restate --bench durable [-- --rounds N]
+//! cargo bench -p pi-restate --bench durable [-- --rounds N] [--nagle]
 //! ```
 
 use std::net::SocketAddr;
@@ -169,7 +171,9 @@ fn prompt(ingress: SocketAddr, object: &str, session: &str, turns: usize) -> Dur
     started.elapsed()
 }
 
-/// Serves `service` on a free port, registers it; returns the service runtime.
+/// Serves `service` on a free port, registers it; returns the service runtime. Its connections
+/// send without Nagle's delay ([`pi_restate::bind`]), unless `--nagle` asks for the SDK's own
+/// listener, with which an invocation could wait 40 ms for Restate's delayed acknowledgement.
 fn serve(restate: &LocalRestate, service: impl IntoServiceDefinition) -> tokio::runtime::Runtime {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -177,9 +181,13 @@ fn serve(restate: &LocalRestate, service: impl IntoServiceDefinition) -> tokio::
         .expect("a runtime");
     let url = runtime.block_on(async {
         let endpoint = Endpoint::builder().bind(service).build();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a port");
+        let any_port = "127.0.0.1:0".parse().expect("an address");
+        let listener = if std::env::args().any(|arg| arg == "--nagle") {
+            tokio::net::TcpListener::bind(any_port).await
+        } else {
+            pi_restate::bind(any_port).await
+        }
+        .expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("an address"));
         tokio::spawn(HttpServer::new(endpoint).serve(listener));
         url

@@ -44,8 +44,10 @@ pub fn request(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).map_err(io)?;
-    stream.write_all(body).map_err(io)?;
+    // One write: a second one could wait for the first's (delayed) acknowledgement (Nagle).
+    let mut request = head.into_bytes();
+    request.extend_from_slice(body);
+    stream.write_all(&request).map_err(io)?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).map_err(io)?;
     parse_response(&response).ok_or(HttpError::Malformed(addr))

@@ -7,8 +7,9 @@
 //!
 //! Run: `cargo bench -p pi-codemode --bench code_mode` (options: `--runs N`, default 30;
 //! `--only-nested` runs only the 500-at-once script, `--only-sequential` only the 500-in-turn
-//! one, `--only-direct` only 500 direct calls, `--only-rust` only 500 nested calls from a Rust
-//! tool, for a profiler).
+//! one, `--only-empty` only the script `return 1;` (the start-up), `--only-direct` only 500
+//! direct calls, `--only-rust` only 500 nested calls from a Rust tool, for a profiler; e.g.
+//! instructions per call from `valgrind --tool=callgrind` runs of two `--runs` counts).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -216,6 +217,8 @@ fn main() {
             only = Some(Only::Script(AT_ONCE));
         } else if arg == "--only-sequential" {
             only = Some(Only::Script(IN_TURN));
+        } else if arg == "--only-empty" {
+            only = Some(Only::Script("return 1;"));
         } else if arg == "--only-direct" {
             only = Some(Only::Direct);
         } else if arg == "--only-rust" {

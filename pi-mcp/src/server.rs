@@ -7,6 +7,7 @@ mod gate;
 mod handler;
 #[cfg(feature = "jwt")]
 mod jwt;
+mod no_delay;
 mod resource;
 #[cfg(unix)]
 mod unix;
@@ -343,12 +344,15 @@ impl McpServer {
     }
 
     /// Serves streamable HTTP at `/mcp` on a listener you bound (e.g. to port 0), with the
-    /// checks of [`serve_http`](Self::serve_http).
+    /// checks of [`serve_http`](Self::serve_http). Each connection sends without Nagle's delay
+    /// (`TCP_NODELAY`), so an SSE stream's events are not held back for a client's delayed
+    /// acknowledgement.
     pub async fn serve_http_on(self, listener: TcpListener) -> Result<(), ServeError> {
         let local = listener.local_addr()?;
         self.check_address(local)?;
         let mut origins = self.allowed_origins.clone();
         origins.extend(own_origins(local));
+        let listener = no_delay::without_nagle(listener);
         axum::serve(listener, self.build_router("/mcp", origins)).await?;
         Ok(())
     }

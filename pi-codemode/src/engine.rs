@@ -96,6 +96,15 @@ struct Pending {
     reject: Persistent<Function<'static>>,
 }
 
+impl Pending {
+    /// Settles the waiting call's promise with its result.
+    fn settle(self, ctx: &Ctx<'_>, result: ToolResult) -> rquickjs::Result<()> {
+        let resolve = self.resolve.restore(ctx)?;
+        let reject = self.reject.restore(ctx)?;
+        settle(ctx, &self.name, self.structured, &resolve, &reject, result)
+    }
+}
+
 fn fail(message: impl Into<String>) -> Outcome {
     Outcome {
         value: Err(message.into()),
@@ -246,20 +255,8 @@ impl<'js> Driver<'_, 'js> {
                 for (id, result) in ready {
                     let pending = self.bridge.borrow_mut().pending.remove(&id);
                     if let Some(pending) = pending {
-                        let resolve = pending.resolve.restore(&self.ctx);
-                        let reject = pending.reject.restore(&self.ctx);
-                        resolve
-                            .and_then(|resolve| {
-                                let reject = reject?;
-                                settle(
-                                    &self.ctx,
-                                    &pending.name,
-                                    pending.structured,
-                                    &resolve,
-                                    &reject,
-                                    result,
-                                )
-                            })
+                        pending
+                            .settle(&self.ctx, result)
                             .map_err(|err| self.describe(err))?;
                     }
                 }
@@ -358,17 +355,18 @@ impl<'js> Driver<'_, 'js> {
                     Err(NotJson::Thrown(err)) => return Err(err),
                     Err(other) => {
                         let message = other.message(memory_cap);
-                        let message = format!("{tool}: the arguments are not JSON: {message}");
-                        return rejected(&ctx, &reject, promise, &message);
+                        let message = format!("the arguments are not JSON: {message}");
+                        reject_call(&ctx, &reject, &tool, &message)?;
+                        return Ok(promise);
                     }
                 };
                 let id = {
                     let mut state = bridge.borrow_mut();
                     if state.calls >= max_calls {
                         drop(state);
-                        let message =
-                            format!("{tool}: the script made more than {max_calls} tool calls");
-                        return rejected(&ctx, &reject, promise, &message);
+                        let message = format!("the script made more than {max_calls} tool calls");
+                        reject_call(&ctx, &reject, &tool, &message)?;
+                        return Ok(promise);
                     }
                     // Calls are numbered in the order they are made.
                     state.calls += 1;
@@ -473,10 +471,7 @@ fn settle<'js>(
     result: ToolResult,
 ) -> rquickjs::Result<()> {
     if result.is_error {
-        let text = result.text_content();
-        let err = Exception::from_message(ctx.clone(), &format!("{tool}: {text}"))?;
-        err.set("tool", tool)?;
-        return reject.call((err,));
+        return reject_call(ctx, reject, tool, &result.text_content());
     }
     let value = if structured {
         let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
@@ -490,16 +485,17 @@ fn settle<'js>(
     resolve.call((value,))
 }
 
-/// `promise`, rejected with an `Error` saying `message` (a call refused before it starts).
-fn rejected<'js>(
+/// Rejects a call's promise with an `Error` saying `<tool>: <message>`, whose `tool` names the
+/// tool: a call that failed, and one refused before it started, alike.
+fn reject_call<'js>(
     ctx: &Ctx<'js>,
     reject: &Function<'js>,
-    promise: Promise<'js>,
+    tool: &str,
     message: &str,
-) -> rquickjs::Result<Promise<'js>> {
-    let err = Exception::from_message(ctx.clone(), message)?;
-    reject.call::<_, ()>((err,))?;
-    Ok(promise)
+) -> rquickjs::Result<()> {
+    let err = Exception::from_message(ctx.clone(), &format!("{tool}: {message}"))?;
+    err.set("tool", tool)?;
+    reject.call((err,))
 }
 
 /// A reader of the realm's values as JSON; the bridge is borrowed only to take its intrinsics

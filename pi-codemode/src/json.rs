@@ -258,10 +258,16 @@ impl<'js> Walk<'_, 'js> {
         if self.ancestors.iter().any(|ancestor| ancestor == object) {
             return Err(Exception::throw_type(self.ctx(), "circular reference").into());
         }
+        self.within_depth()?;
+        self.ancestors.push(object.clone());
+        Ok(())
+    }
+
+    /// Whether one more level of objects and arrays fits the depth every host accepts.
+    fn within_depth(&self) -> Result<(), NotJson> {
         if self.ancestors.len() >= MAX_SUPPORTED_ARGUMENT_DEPTH {
             return Err(NotJson::TooDeep);
         }
-        self.ancestors.push(object.clone());
         Ok(())
     }
 
@@ -289,9 +295,7 @@ impl<'js> Walk<'_, 'js> {
         let mut keys = object.keys::<Atom<'js>>().peekable();
         if keys.peek().is_none() {
             // No value inside, so no cycle through it: only the depth counts.
-            if self.ancestors.len() >= MAX_SUPPORTED_ARGUMENT_DEPTH {
-                return Err(NotJson::TooDeep);
-            }
+            self.within_depth()?;
             self.take(2)?;
             return Ok(Json::Object(Map::new()));
         }

@@ -428,6 +428,12 @@ async fn the_call_cap_rejects_calls_past_it() {
     )
     .await;
     assert_error(&result, "echo: the script made more than 3 tool calls");
+    let (result, _) = run_with(
+        "await tools.echo({}); try { await tools.echo({}); } catch (e) { return e.tool; }",
+        CodeLimits::default().max_calls(1),
+    )
+    .await;
+    assert_eq!(result.details["result"], "echo", "{result:?}");
 }
 
 #[test]
@@ -501,10 +507,12 @@ async fn a_then_getter_that_calls_tools_while_a_result_settles_is_taken_as_it_co
 #[tokio::test]
 async fn arguments_that_cannot_be_json_reject_the_call_with_the_reason() {
     let (result, _) = run("let v = 0; for (let i = 0; i < 200; i++) v = [v];\n\
-         try { await tools.echo(v); return 'sent'; } catch (e) { return e.message; }")
+         try { await tools.echo(v); return 'sent'; } catch (e) { return [e.message, e.tool]; }")
     .await;
     assert!(!result.is_error, "{result:?}");
-    let message = result.details["result"]
+    // A refused call names its tool as a failed one does.
+    assert_eq!(result.details["result"][1], "echo");
+    let message = result.details["result"][0]
         .as_str()
         .unwrap_or_default()
         .to_owned();

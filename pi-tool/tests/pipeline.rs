@@ -263,3 +263,59 @@ async fn the_gate_admits_in_arrival_order_and_forgets_a_waiter_that_gives_up() {
     let _together = behind.await;
     assert!(!gate.is_closed());
 }
+
+#[tokio::test]
+async fn an_abort_answers_a_call_waiting_at_the_gate_and_it_never_runs() {
+    use futures_util::FutureExt;
+    // A sequential call holds the gate; another call waits for it and is aborted there (the
+    // pipeline watches its signal only once the call is found waiting).
+    let release = Arc::new(tokio::sync::Notify::new());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let hold = {
+        let release = Arc::clone(&release);
+        pi_tool::FnTool::builder("hold", "Hold the gate.", json!({"type": "object"}))
+            .sequential()
+            .build(move |_args, _ctx| {
+                let release = Arc::clone(&release);
+                async move {
+                    release.notified().await;
+                    "released"
+                }
+            })
+            .expect("a valid tool")
+    };
+    let counted = {
+        let ran = Arc::clone(&ran);
+        pi_tool::FnTool::builder("counted", "Count.", json!({"type": "object"}))
+            .build(move |_args, _ctx| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                async { "ran" }
+            })
+            .expect("a valid tool")
+    };
+    let tools = ToolRegistry::new().with(hold).with(counted);
+    let hold_call = call("hold");
+    let mut holding = Box::pin(tools.run(&hold_call));
+    assert!(
+        (&mut holding).now_or_never().is_none(),
+        "hold takes the gate"
+    );
+    let signal = CancellationToken::new();
+    let ctx = tools.context("c2").with_parent_signal(signal.clone());
+    let counted_call = call("counted");
+    let mut waiting = Box::pin(tools.run_with(&counted_call, ctx));
+    assert!((&mut waiting).now_or_never().is_none(), "counted waits");
+    signal.cancel();
+    // A guard against a hang, not a measure: the abort answers at once.
+    let aborted = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the abort answers the waiting call");
+    release.notify_one();
+    let held = holding.await;
+    assert_eq!(texts(&held), (false, vec!["released".to_owned()]));
+    assert_eq!(
+        texts(&aborted),
+        (true, vec!["Operation aborted".to_owned()])
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 use crate::CodeLimits;
 use crate::calls::{Calls, Started};
 use crate::json::{JsonIntrinsics, JsonReader, NotJson};
+use crate::to_js::to_js;
 
 /// The native stack of the engine's thread: room above QuickJS's own stack cap.
 const THREAD_STACK: usize = 16 << 20;
@@ -474,8 +475,7 @@ fn settle<'js>(
         return reject_call(ctx, reject, tool, &result.text_content());
     }
     let value = if structured {
-        let text = serde_json::to_string(&result.details).unwrap_or_else(|_| "null".into());
-        ctx.json_parse(text)?
+        to_js(ctx, &result.details)?
     } else if let [Content::Text { text }] = result.content.as_slice() {
         // The usual case, without joining the texts into a new string first.
         rquickjs::String::from_str(ctx.clone(), text)?.into_value()

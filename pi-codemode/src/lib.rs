@@ -6,6 +6,7 @@ mod engine;
 mod json;
 mod limits;
 mod session;
+mod to_js;
 mod tool;
 
 pub use limits::CodeLimits;

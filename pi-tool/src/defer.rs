@@ -121,12 +121,7 @@ impl ToolRegistry {
     /// ```
     #[must_use]
     pub fn defer_all(mut self) -> Self {
-        let names: Vec<String> = self.names().map(str::to_owned).collect();
-        for name in names {
-            if let Some(tool) = self.remove(&name) {
-                self.register_arc(Deferred::wrap(tool));
-            }
-        }
+        self.wrap_each(Deferred::wrap);
         self
     }
 

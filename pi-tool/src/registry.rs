@@ -72,22 +72,44 @@ struct Tools {
     tools: BTreeMap<String, Arc<dyn AgentTool>>,
     state: StateMap,
     limits: CallLimits,
-    /// Some tool is sequential: calls go through the gate (else none needs it).
-    any_sequential: bool,
+    /// How many tools are sequential: calls go through the gate when any is (else none needs
+    /// it). Kept as a count so that adding or removing a tool costs the same whatever the
+    /// registry's size (a rescan per insert made building a registry quadratic).
+    sequential_tools: usize,
     gate: Arc<CallGate>,
+}
+
+fn is_sequential(tool: &Arc<dyn AgentTool>) -> bool {
+    tool.execution_mode() == Some(ExecutionMode::Sequential)
 }
 
 impl Tools {
     fn insert(&mut self, tool: Arc<dyn AgentTool>) -> Option<Arc<dyn AgentTool>> {
+        if is_sequential(&tool) {
+            self.sequential_tools += 1;
+        }
         let replaced = self.tools.insert(tool.spec().name.clone(), tool);
-        self.any_sequential = self.has_sequential();
+        if replaced.as_ref().is_some_and(is_sequential) {
+            self.sequential_tools -= 1;
+        }
         replaced
     }
 
-    fn has_sequential(&self) -> bool {
-        self.tools
+    fn remove(&mut self, name: &str) -> Option<Arc<dyn AgentTool>> {
+        let removed = self.tools.remove(name);
+        if removed.as_ref().is_some_and(is_sequential) {
+            self.sequential_tools -= 1;
+        }
+        removed
+    }
+
+    /// Counts the sequential tools again, after the map was changed in place.
+    fn recount_sequential(&mut self) {
+        self.sequential_tools = self
+            .tools
             .values()
-            .any(|tool| tool.execution_mode() == Some(ExecutionMode::Sequential))
+            .filter(|tool| is_sequential(tool))
+            .count();
     }
 }
 
@@ -105,7 +127,7 @@ impl ToolHost for Tools {
     }
 
     fn gate(&self) -> Option<&CallGate> {
-        self.any_sequential.then_some(&*self.gate)
+        (self.sequential_tools > 0).then_some(&*self.gate)
     }
 }
 
@@ -204,12 +226,21 @@ impl ToolRegistry {
         self
     }
 
+    /// Replaces every tool by what `wrap` makes of it, in place (one pass; the names stay).
+    pub(crate) fn wrap_each(
+        &mut self,
+        mut wrap: impl FnMut(Arc<dyn AgentTool>) -> Arc<dyn AgentTool>,
+    ) {
+        let tools = self.tools_mut();
+        for tool in tools.tools.values_mut() {
+            *tool = wrap(Arc::clone(tool));
+        }
+        tools.recount_sequential();
+    }
+
     /// Removes a tool by name.
     pub fn remove(&mut self, name: &str) -> Option<Arc<dyn AgentTool>> {
-        let tools = self.tools_mut();
-        let removed = tools.tools.remove(name);
-        tools.any_sequential = tools.has_sequential();
-        removed
+        self.tools_mut().remove(name)
     }
 
     /// The tool with this exact (case-sensitive) name.
@@ -275,7 +306,7 @@ impl ToolRegistry {
                 })?;
             subset.tools.insert(name.to_owned(), Arc::clone(tool));
         }
-        subset.any_sequential = subset.has_sequential();
+        subset.recount_sequential();
         Ok(ToolRegistry {
             inner: Arc::new(subset),
         })
@@ -408,4 +439,50 @@ fn check_examples(tool: &dyn AgentTool) -> Result<(), RegistryError> {
             reason,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::FnTool;
+
+    fn tool(name: &str, sequential: bool) -> FnTool {
+        let builder = FnTool::builder(name, "A tool.", json!({"type": "object"}));
+        let builder = if sequential {
+            builder.sequential()
+        } else {
+            builder
+        };
+        builder.build(|_, _| async { "ok" }).expect("a valid tool")
+    }
+
+    fn gated(tools: &ToolRegistry) -> bool {
+        ToolHost::gate(&*tools.inner).is_some()
+    }
+
+    /// The gate follows the sequential tools through every change: a replaced, removed or
+    /// wrapped tool is counted out, not left behind.
+    #[test]
+    fn the_gate_is_needed_exactly_while_a_sequential_tool_is_registered() {
+        let mut tools = ToolRegistry::new().with(tool("a", false));
+        assert!(!gated(&tools));
+        tools.register(tool("b", true));
+        tools.register(tool("c", true));
+        assert!(gated(&tools));
+        tools.register(tool("b", false)); // replaces the sequential `b`
+        assert!(gated(&tools), "`c` is still sequential");
+        assert!(tools.remove("c").is_some());
+        assert!(!gated(&tools));
+        assert!(tools.remove("c").is_none());
+        assert!(!gated(&tools));
+
+        let tools = tools.with(tool("d", true)).defer_all();
+        assert!(gated(&tools), "a deferred tool keeps its mode");
+        assert!(tools.get("d").is_some_and(|d| d.deferred()));
+        let subset = tools.subset(["a", "b"]).expect("known names");
+        assert!(!gated(&subset));
+        assert!(gated(&tools.subset(["d"]).expect("a known name")));
+    }
 }

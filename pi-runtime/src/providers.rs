@@ -36,6 +36,7 @@ mod google;
 #[cfg(feature = "http")]
 mod http;
 mod lowering;
+pub(crate) mod native_search;
 mod openai_completions;
 mod openai_responses;
 mod option_conflicts;

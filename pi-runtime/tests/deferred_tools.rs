@@ -283,8 +283,10 @@ async fn without_deferred_tools_nothing_changes() {
     assert_eq!(names(&model.requests()[0]), ["echo", "github_create_issue"]);
 }
 
+/// A tool of the host's own named `tool_search` is kept and runs when called, and the built-in
+/// search stays reachable beside it as `pi_tool_search` (issue 33 item 4).
 #[tokio::test]
-async fn a_tool_of_its_own_named_tool_search_is_kept() {
+async fn a_tool_of_its_own_named_tool_search_is_kept_beside_the_built_in_search() {
     let ran = Arc::new(AtomicUsize::new(0));
     let mut tools = registry(&ran);
     tools.register(tool(TOOL_SEARCH_NAME, "The host's own search.", "q", &ran));
@@ -295,7 +297,10 @@ async fn a_tool_of_its_own_named_tool_search_is_kept() {
     let agent = Agent::new(model.clone()).with_tools(tools);
     agent.prompt("go").await.unwrap();
     let requests = model.requests();
-    assert_eq!(names(&requests[0]), ["echo", TOOL_SEARCH_NAME]);
+    assert_eq!(
+        names(&requests[0]),
+        ["echo", TOOL_SEARCH_NAME, "pi_tool_search"]
+    );
     assert_eq!(requests[0].tools[1].description, "The host's own search.");
     assert_eq!(results(&agent)[0].2, r#"done: {"q":"x"}"#);
 }

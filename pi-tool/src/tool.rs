@@ -18,7 +18,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// `#[tool]` implements it for you; implement it by hand for tools whose schema is only known at
 /// run time (an MCP server's tools, a plugin). The trait is object-safe: the loop holds
-/// `Arc<dyn AgentTool>`.
+/// `Arc<dyn AgentTool>`. It is [`Any`](std::any::Any) (every `'static` type is), so a host can
+/// recognise a tool type of its own in a list of them (the agent loop finds its
+/// [`ToolSearch`](crate::ToolSearch) this way: [`ToolSearch::of`](crate::ToolSearch::of)).
 ///
 /// ```
 /// use pi_tool::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult, ToolSpec};
@@ -41,7 +43,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// }};
 /// assert_eq!(echo.spec().name, "echo");
 /// ```
-pub trait AgentTool: Send + Sync + 'static {
+pub trait AgentTool: std::any::Any + Send + Sync + 'static {
     /// Name, description and JSON Schema: exactly what the model sees.
     fn spec(&self) -> &ToolSpec;
 

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use crate::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult, ToolSpec};
 use bm25::Bm25;
 
-/// The name of the built-in search tool.
+/// The name of the built-in search tool. When a tool of the run is already called so, the agent
+/// loop offers the search as [`ToolSearch::FALLBACK_NAME`] (then `pi_tool_search_2`, ...): a
+/// user's tool never switches the search off.
 pub const TOOL_SEARCH_NAME: &str = "tool_search";
 
 /// A query longer than this (in bytes) is refused: no tool description needs more, and the
@@ -89,6 +91,10 @@ struct SearchArgs {
 }
 
 impl ToolSearch {
+    /// The name the agent loop gives the built-in search when a tool of the run holds
+    /// [`TOOL_SEARCH_NAME`] (and `pi_tool_search_2`, `_3`, ... when that one is taken too).
+    pub const FALLBACK_NAME: &'static str = "pi_tool_search";
+
     /// Indexes these tools (the agent loop passes the deferred ones). A name given twice is
     /// indexed once (the first).
     pub fn new<'a, I>(tools: I) -> Self
@@ -107,6 +113,26 @@ impl ToolSearch {
             spec: Arc::new(search_spec()),
             inner: Arc::new(index),
         }
+    }
+
+    /// The same search offered under another name: the agent loop names it so when a tool of
+    /// its own is called `tool_search` (see [`TOOL_SEARCH_NAME`]). The index is shared.
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        let mut spec = (*self.spec).clone();
+        spec.name = name.into();
+        self.spec = Arc::new(spec);
+        self
+    }
+
+    /// The name the model calls it by ([`TOOL_SEARCH_NAME`] unless [`named`](Self::named)).
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// `tool` as a `ToolSearch`, when it is one (not a user's tool that only has the name).
+    pub fn of(tool: &dyn AgentTool) -> Option<&ToolSearch> {
+        (tool as &dyn std::any::Any).downcast_ref()
     }
 
     /// How many tools are indexed.
@@ -145,7 +171,8 @@ impl ToolSearch {
     fn answer(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let args = SearchArgs::deserialize(args).map_err(|err| {
             ToolError::new(format!(
-                "tool_search expects {{\"query\": string, \"limit\"?: integer}}: {err}"
+                "{} expects {{\"query\": string, \"limit\"?: integer}}: {err}",
+                self.name()
             ))
         })?;
         let query = args.query.trim();

@@ -3,11 +3,17 @@
 //! A deferred tool ([`AgentTool::deferred`]) is in the run's tool set from the start, so a call
 //! to it is validated and run like any other; only its schema is held back. When the run has
 //! deferred tools, the built-in `tool_search` ([`ToolSearch`], over the deferred tools) is
-//! offered as well, unless the context already has a tool of that name.
+//! offered as well. A tool of the run's own that is called `tool_search` keeps its name and is
+//! searched like any other; the built-in search is then offered as `pi_tool_search`
+//! ([`ToolSearch::FALLBACK_NAME`], or `pi_tool_search_2`, ... when that is taken too).
 //!
 //! **Loaded tools are transcript state.** A deferred tool is loaded from the first message on
-//! that is either a `tool_search` result naming it (its details, read by [`loaded_by_search`])
-//! or an assistant message calling it (the model named it). The loaded set is derived from the
+//! that is either a result of the built-in search naming it (its details, read by
+//! [`loaded_by_search`]), an assistant message calling it (the model named it), or an API's own
+//! search block of an earlier turn that loaded it (Anthropic's `tool_reference`, OpenAI's
+//! `tool_search_output`: a conversation that used the API's search and goes on with the local
+//! one replays those blocks, and the API refuses a reference to a tool the request does not
+//! define). The loaded set is derived from the
 //! transcript when a run starts and kept up to date as messages are added, so a session resumed
 //! from its messages (a session file, a durable log) loads the same tools with no extra state.
 //! A transcript rewritten by compaction loses the loads whose messages it drops, as the model
@@ -19,8 +25,8 @@
 //!
 //! **With the API's own search** ([`ToolSearchMode::Native`](crate::ToolSearchMode), on an API
 //! that has one) none of this applies: every schema is sent, the deferred ones marked
-//! `defer_loading`, the local `tool_search` is not offered, and what the API's search loaded is
-//! in its own blocks of the transcript.
+//! `defer_loading`, the built-in search is not offered (a user's tool named `tool_search` is),
+//! and what the API's search loaded is in its own blocks of the transcript.
 //!
 //! **Order keeps the prompt cache.** The request's tool list only grows at its end: the
 //! non-deferred tools in the context's order, then `tool_search`, then each tool in the order it
@@ -33,7 +39,8 @@ use std::sync::Arc;
 use pi_tool::{AgentTool, TOOL_SEARCH_NAME, ToolSearch, ToolSpec, loaded_by_search};
 
 use super::context::ToolSet;
-use crate::message::Message;
+use crate::message::{AssistantContent, Message};
+use crate::providers::native_search;
 
 /// The request-side view of a run's deferred tools.
 pub(crate) struct Deferral {
@@ -45,11 +52,13 @@ pub(crate) struct Deferral {
     specs: Vec<ToolSpec>,
     /// The API runs the model's own code: code-only tools are sent too (for its programs).
     code_native: bool,
+    /// The name the built-in search has in this tool set (its results load tools).
+    search_name: Option<String>,
 }
 
 impl Deferral {
-    /// Adds `tool_search` to `tools` when some of them are deferred (and none is named
-    /// `tool_search`); returns whether any is deferred. Without deferred tools nothing changes
+    /// Adds the built-in search to `tools` when some of them are deferred (and it is not there
+    /// yet), under a name no tool of `tools` holds; returns whether any is deferred. Without deferred tools nothing changes
     /// and the run keeps no deferral state. The index is built here: an [`Agent`](crate::Agent)
     /// calls this when its tools are set, so its runs find `tool_search` in place and build
     /// nothing; a direct `agent_loop` call over deferred tools builds it for that run.
@@ -57,23 +66,23 @@ impl Deferral {
         if !tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
             return false;
         }
-        if !tools.iter().any(|t| t.spec().name == TOOL_SEARCH_NAME) {
+        if !tools.iter().any(|t| ToolSearch::of(t.as_ref()).is_some()) {
             let deferred: Vec<Arc<dyn AgentTool>> = tools
                 .iter()
                 .filter(|t| t.deferred() && offered(t.as_ref()))
                 .cloned()
                 .collect();
-            tools.push(Arc::new(ToolSearch::new(&deferred)));
+            let name = free_search_name(tools);
+            tools.push(Arc::new(ToolSearch::new(&deferred).named(name)));
         }
         true
     }
 
-    /// Takes out the `tool_search` that [`Deferral::add_search`] adds (a run with the API's own
-    /// search offers that one instead): the tool of that name, when some tool is deferred.
+    /// Takes out the built-in search that [`Deferral::add_search`] adds (a run with the API's
+    /// own search offers that one instead). A tool of the user's that is only named
+    /// `tool_search` stays.
     pub(crate) fn remove_search(tools: &mut Vec<Arc<dyn AgentTool>>) {
-        if tools.iter().any(|t| t.deferred() && offered(t.as_ref())) {
-            tools.retain(|t| t.spec().name != TOOL_SEARCH_NAME);
-        }
+        tools.retain(|t| ToolSearch::of(t.as_ref()).is_none());
     }
 
     /// The state at the start of a run: the non-deferred tools of `tools` in their order, then
@@ -91,8 +100,12 @@ impl Deferral {
             visible: HashSet::new(),
             specs: Vec::new(),
             code_native,
+            search_name: None,
         };
         for tool in tools.tools() {
+            if let Some(search) = ToolSearch::of(tool.as_ref()) {
+                deferral.search_name = Some(search.name().to_owned());
+            }
             if !sent(tool.as_ref(), code_native) {
                 continue;
             }
@@ -113,17 +126,26 @@ impl Deferral {
         &self.specs
     }
 
-    /// Loads what `message` loads: the tools a `tool_search` result names, the deferred tools
-    /// an assistant message calls.
+    /// Loads what `message` loads: the tools a result of the built-in search names, the
+    /// deferred tools an assistant message calls, and those an API's own search block of it
+    /// refers to.
     pub(crate) fn observe(&mut self, message: &Message, tools: &ToolSet) {
         match message {
             Message::Assistant(assistant) => {
                 for block in assistant.tool_calls() {
                     self.load(&block.call.name, tools);
                 }
+                for block in &assistant.content {
+                    if let AssistantContent::Provider(block) = block {
+                        for name in native_search::loaded_by(&block.block) {
+                            self.load(name, tools);
+                        }
+                    }
+                }
             }
             Message::ToolResult(result)
-                if result.tool_name == TOOL_SEARCH_NAME && !result.is_error =>
+                if !result.is_error
+                    && self.search_name.as_deref() == Some(result.tool_name.as_str()) =>
             {
                 for name in loaded_by_search(&result.details) {
                     self.load(name, tools);
@@ -167,6 +189,22 @@ impl Deferral {
             self.specs.push(spec.clone());
         }
     }
+}
+
+/// The name the built-in search gets in `tools`: [`TOOL_SEARCH_NAME`], or, when a tool holds
+/// it, [`ToolSearch::FALLBACK_NAME`], then `pi_tool_search_2`, `_3`, ...: the first no tool holds.
+fn free_search_name(tools: &[Arc<dyn AgentTool>]) -> String {
+    let taken = |name: &str| tools.iter().any(|t| t.spec().name == name);
+    if !taken(TOOL_SEARCH_NAME) {
+        return TOOL_SEARCH_NAME.to_owned();
+    }
+    let mut name = ToolSearch::FALLBACK_NAME.to_owned();
+    let mut n = 1;
+    while taken(&name) {
+        n += 1;
+        name = format!("{}_{n}", ToolSearch::FALLBACK_NAME);
+    }
+    name
 }
 
 /// Whether requests carry `tool`'s schema at all: when the model is offered it, or the API's
@@ -217,5 +255,23 @@ mod tests {
         assert!(Deferral::add_search(&mut tools));
         assert_eq!(tools.len(), 3);
         assert!(Arc::ptr_eq(&tools[2], &search));
+    }
+
+    #[test]
+    fn the_search_takes_a_name_no_tool_holds_and_only_it_is_removed() {
+        let mut tools = vec![
+            tool(TOOL_SEARCH_NAME, false),
+            tool(ToolSearch::FALLBACK_NAME, true),
+            tool("hidden", true),
+        ];
+        assert!(Deferral::add_search(&mut tools));
+        assert_eq!(tools.len(), 4);
+        assert_eq!(tools[3].spec().name, "pi_tool_search_2");
+        assert!(ToolSearch::of(tools[3].as_ref()).is_some_and(|s| s.len() == 2));
+        assert!(ToolSearch::of(tools[0].as_ref()).is_none());
+        // The API's own search in use: the built-in one goes, the user's `tool_search` stays.
+        Deferral::remove_search(&mut tools);
+        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+        assert_eq!(names, [TOOL_SEARCH_NAME, "pi_tool_search", "hidden"]);
     }
 }

@@ -168,6 +168,13 @@ impl AnthropicMessages {
             }
             body.insert("system".into(), json!([system]));
         }
+        // Replayed search blocks of another mode refer only to tools the request defines.
+        let mut tools = anthropic_tools(context.tools, options, self.tool_rules());
+        super::native_search::define_anthropic_references(
+            &mut messages,
+            &mut tools,
+            &[SEARCH_BM25, SEARCH_REGEX],
+        );
         body.insert("messages".into(), Value::Array(messages));
         if let Some(budget) = budget {
             body.insert(
@@ -188,14 +195,13 @@ impl AnthropicMessages {
         {
             body.insert("temperature".into(), temperature);
         }
-        if !context.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                Value::Array(anthropic_tools(context.tools, options, self.tool_rules())),
-            );
-            if let Some(choice) = &options.tool_choice {
-                body.insert("tool_choice".into(), tool_choice(choice));
-            }
+        if !tools.is_empty() {
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        if !context.tools.is_empty()
+            && let Some(choice) = &options.tool_choice
+        {
+            body.insert("tool_choice".into(), tool_choice(choice));
         }
         if let Some(container) = container_of(&transcript) {
             body.insert("container".into(), json!(container));

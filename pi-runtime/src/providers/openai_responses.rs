@@ -119,12 +119,17 @@ impl OpenAiResponses {
             );
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
-        if !context.tools.is_empty() {
-            let tools = responses_tools(context.tools, options, self.strict);
+        let mut tools = responses_tools(context.tools, options, self.strict);
+        if let Some(Value::Array(input)) = body.get("input") {
+            super::native_search::define_openai_search(input, &mut tools);
+        }
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
-            if let Some(choice) = &options.tool_choice {
-                body.insert("tool_choice".into(), tool_choice(choice));
-            }
+        }
+        if !context.tools.is_empty()
+            && let Some(choice) = &options.tool_choice
+        {
+            body.insert("tool_choice".into(), tool_choice(choice));
         }
         if let Some(session) = &options.session_id {
             body.insert("prompt_cache_key".into(), json!(session));

@@ -12,8 +12,8 @@ pub use client::{
     McpToolList, OAuthConfig, OAuthCredentials,
 };
 pub use server::{
-    AuthConfigError, DEFAULT_MAX_REQUEST_BODY_BYTES, McpServer, ProtectedResource, ServeError,
-    TokenError, TokenVerifier, VerifiedToken, generate_token,
+    AuthConfigError, DEFAULT_MAX_REQUEST_BODY_BYTES, HttpLimits, McpServer, ProtectedResource,
+    ServeError, TokenError, TokenVerifier, VerifiedToken, generate_token,
 };
 #[cfg(feature = "jwt")]
 pub use server::{

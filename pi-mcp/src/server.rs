@@ -3,12 +3,16 @@
 mod auth;
 mod call;
 mod catalog;
+mod connections;
 mod gate;
+mod guarded_body;
 mod handler;
 #[cfg(feature = "jwt")]
 mod jwt;
-mod no_delay;
+mod limits;
+mod messages;
 mod resource;
+mod sessions;
 #[cfg(unix)]
 mod unix;
 
@@ -20,7 +24,6 @@ use std::sync::Arc;
 
 use pi_tool::ToolRegistry;
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -34,7 +37,10 @@ use self::handler::RegistryHandler;
 pub use self::jwt::{
     DEFAULT_LEEWAY, DEFAULT_MAX_KEY_AGE, DEFAULT_REFRESH_INTERVAL, JwtVerifier, JwtVerifierBuilder,
 };
+pub use self::limits::HttpLimits;
+use self::messages::MessageCheck;
 pub use self::resource::{AuthConfigError, ProtectedResource};
+use self::sessions::{CappedSessions, Sessions};
 
 /// The largest request body the HTTP transport reads, unless
 /// [`McpServer::with_max_request_body_bytes`] says otherwise: 4 MiB. A request is one JSON-RPC
@@ -70,6 +76,7 @@ pub struct McpServer {
     allowed_origins: Vec<String>,
     remote: bool,
     max_request_body_bytes: usize,
+    http_limits: HttpLimits,
 }
 
 /// Who may call over HTTP.
@@ -113,6 +120,7 @@ impl fmt::Debug for McpServer {
             .field("allowed_origins", &self.allowed_origins)
             .field("remote", &self.remote)
             .field("max_request_body_bytes", &self.max_request_body_bytes)
+            .field("http_limits", &self.http_limits)
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +180,7 @@ impl McpServer {
             allowed_origins: Vec::new(),
             remote: false,
             max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
+            http_limits: HttpLimits::default(),
         }
     }
 
@@ -288,6 +297,17 @@ impl McpServer {
         self
     }
 
+    /// What clients may hold of the HTTP server: timeouts for slow and idle connections, caps
+    /// on connections and sessions (see [`HttpLimits`] for what each does and its default).
+    /// The connection bounds apply to [`serve_http`](Self::serve_http),
+    /// [`serve_http_on`](Self::serve_http_on) and [`serve_unix`](Self::serve_unix); the session
+    /// caps to a [`router`](Self::router) too.
+    #[must_use]
+    pub fn with_http_limits(mut self, limits: HttpLimits) -> Self {
+        self.http_limits = limits;
+        self
+    }
+
     /// The registry being served.
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
@@ -344,16 +364,17 @@ impl McpServer {
     }
 
     /// Serves streamable HTTP at `/mcp` on a listener you bound (e.g. to port 0), with the
-    /// checks of [`serve_http`](Self::serve_http). Each connection sends without Nagle's delay
-    /// (`TCP_NODELAY`), so an SSE stream's events are not held back for a client's delayed
-    /// acknowledgement.
+    /// checks of [`serve_http`](Self::serve_http) and the connection bounds of
+    /// [`with_http_limits`](Self::with_http_limits). Each connection sends without Nagle's
+    /// delay (`TCP_NODELAY`), so an SSE stream's events are not held back for a client's
+    /// delayed acknowledgement.
     pub async fn serve_http_on(self, listener: TcpListener) -> Result<(), ServeError> {
         let local = listener.local_addr()?;
         self.check_address(local)?;
         let mut origins = self.allowed_origins.clone();
         origins.extend(own_origins(local));
-        let listener = no_delay::without_nagle(listener);
-        axum::serve(listener, self.build_router("/mcp", origins)).await?;
+        let router = self.build_router("/mcp", origins);
+        connections::serve(listener, router, &self.http_limits).await?;
         Ok(())
     }
 
@@ -384,7 +405,7 @@ impl McpServer {
             self.auth = Auth::Disabled;
         }
         let (listener, _socket_file) = unix::bind_private(path.as_ref())?;
-        axum::serve(listener, self.router()).await?;
+        connections::serve(listener, self.router(), &self.http_limits).await?;
         Ok(())
     }
 
@@ -404,11 +425,16 @@ impl McpServer {
 
     fn build_router(&self, path: &str, origins: Vec<String>) -> axum::Router {
         let handler = self.handler();
+        let sessions = Arc::new(Sessions::new(
+            self.http_limits.max_sessions(),
+            self.http_limits.max_sessions_per_principal(),
+        ));
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(CappedSessions::new(sessions)),
             self.transport_config(origins),
         );
+        let message_check = Arc::new(MessageCheck::new(self.max_request_body_bytes));
         let gate = Arc::new(match &self.auth {
             Auth::Unchosen => Gate::Unchosen,
             Auth::Disabled => Gate::Open,
@@ -425,8 +451,14 @@ impl McpServer {
                     .unwrap_or_default(),
             },
         });
+        // Outermost first: the token, the session caps, one JSON-RPC message, then rmcp.
         let mcp = axum::Router::new()
             .nest_service(path, service)
+            .route_layer(axum::middleware::from_fn_with_state(
+                message_check,
+                messages::check,
+            ))
+            .route_layer(axum::middleware::from_fn(sessions::admit))
             .route_layer(axum::middleware::from_fn_with_state(gate, gate::guard));
         match &self.resource {
             Some(resource) => mcp.merge(resource.routes()),

@@ -207,6 +207,8 @@ fn print_event(event: &AgentEvent, turn: &mut usize) {
         AgentEvent::AgentEnd { messages } => {
             println!("\n■ run finished: {} new messages", messages.len())
         }
+        // Events added in later versions: nothing to print for them here.
+        _ => {}
     }
 }
 

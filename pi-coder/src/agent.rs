@@ -791,10 +791,7 @@ impl CodingAgent {
             self.check_compaction(&last, false, &signal, observer).await;
         }
         self.overflow_retried = false;
-        let prompt = Message::User(UserMessage {
-            content,
-            timestamp: pi_runtime::now_ms(),
-        });
+        let prompt = Message::User(UserMessage::new(content));
         let mut outcome = self.run(vec![prompt], &signal, observer).await;
         while let Some(last) = self.last_assistant() {
             if !self.check_compaction(&last, true, &signal, observer).await {

@@ -145,6 +145,8 @@ pub fn estimate_tokens(message: &Message) -> u64 {
                 }
                 // A hosted search's call or result, replayed as it came.
                 AssistantContent::Provider(block) => block.block.to_string().chars().count(),
+                // A kind of block pi does not have: its JSON, as it would be sent.
+                other => serde_json::to_string(other).map_or(0, |json| json.chars().count()),
             })
             .sum(),
         Message::ToolResult(result) => text_chars(&result.content),
@@ -562,8 +564,9 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
                                 .collect();
                             calls.push(format!("{}({})", call.call.name, args.join(", ")));
                         }
-                        // The API's own bookkeeping (a search it ran): nothing to summarize.
-                        AssistantContent::Provider(_) => {}
+                        // The API's own bookkeeping (a search it ran), or a kind of block pi
+                        // does not have: nothing to summarize.
+                        _ => {}
                     }
                 }
                 if !thinking.is_empty() {

@@ -161,6 +161,8 @@ impl PiJson {
                     "isError": is_error,
                 })
             }
+            // An event pi does not have: its name only (a client that does not know it skips it).
+            other => json!({"type": other.kind()}),
         }
     }
 
@@ -262,5 +264,7 @@ fn assistant_event_json(event: &AssistantEvent) -> Value {
             "reason": reason,
             "error": message_json(&Message::Assistant(error.clone())),
         }),
+        // An event pi does not have; a client that does not know it skips it.
+        _ => json!({"type": "unknown"}),
     }
 }

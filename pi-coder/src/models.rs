@@ -158,13 +158,7 @@ impl ModelInfo {
         let output = per(usage.output, self.cost.output);
         let cache_read = per(usage.cache_read, self.cost.cache_read);
         let cache_write = per(usage.cache_write, self.cost.cache_write);
-        pi_tool::Cost {
-            input,
-            output,
-            cache_read,
-            cache_write,
-            total: input + output + cache_read + cache_write,
-        }
+        pi_tool::Cost::new(input, output).with_cache(cache_read, cache_write)
     }
 
     /// The output limit asked for by default: the model's, at most 32,000 (pi's

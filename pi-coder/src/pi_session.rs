@@ -398,10 +398,7 @@ pub(crate) fn bash_execution_text(message: &Value) -> String {
 }
 
 pub(crate) fn user_text(text: &str, timestamp: i64) -> Message {
-    Message::User(UserMessage {
-        content: vec![Content::text(text)],
-        timestamp,
-    })
+    Message::User(UserMessage::text(text).with_timestamp(timestamp))
 }
 
 /// A user message from pi's `string | (TextContent | ImageContent)[]` content.
@@ -411,7 +408,9 @@ fn user_content(content: &Value, timestamp: i64) -> Result<Message, String> {
         blocks => serde_json::from_value::<Vec<Content>>(blocks.clone())
             .map_err(|err| format!("message content: {err}"))?,
     };
-    Ok(Message::User(UserMessage { content, timestamp }))
+    Ok(Message::User(
+        UserMessage::new(content).with_timestamp(timestamp),
+    ))
 }
 
 fn describe(entry: &Value) -> String {

@@ -676,6 +676,12 @@ pub fn check_run(events: &[AgentEvent]) -> Result<FaultReport, String> {
                     return fail("tool executions do not match the calls one to one");
                 }
             }
+            other => {
+                return fail(&format!(
+                    "an event this check does not know: {}",
+                    other.kind()
+                ));
+            }
         }
     }
     if in_turn || open_message.is_some() {

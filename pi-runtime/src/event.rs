@@ -16,7 +16,11 @@ use crate::model::AssistantEvent;
 ///
 /// Messages are shared (`Arc`), and tool events point into the assistant message that made the
 /// call ([`ToolCallRef`]), so an event never copies the transcript, a call or its arguments.
+///
+/// `#[non_exhaustive]`: the loop gains steps (a run that waits for an approval, say), so a
+/// `match` needs a `_` arm.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// The run began.
     AgentStart,

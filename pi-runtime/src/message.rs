@@ -16,6 +16,9 @@ pub fn now_ms() -> i64 {
 /// One entry of the transcript. Serializes with pi's `role` tag: `user`, `assistant`,
 /// `toolResult`, or `custom` for application messages the model never sees unless
 /// `convert_to_llm` turns them into something it does.
+///
+/// Not `#[non_exhaustive]`: these are pi's four roles, and a new kind of message is a new
+/// `kind` of [`CustomMessage`], so a `match` over the roles stays complete.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum Message {
@@ -73,7 +76,11 @@ impl Message {
 }
 
 /// A user turn: text and images.
+///
+/// Built with [`UserMessage::text`] or [`UserMessage::new`]; `#[non_exhaustive]`, so a field
+/// added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UserMessage {
     /// Text and image blocks (pi also accepts a bare string, read here as one text block).
     #[serde(deserialize_with = "string_or_blocks")]
@@ -86,10 +93,22 @@ pub struct UserMessage {
 impl UserMessage {
     /// A user message with one text block, stamped now.
     pub fn text(text: impl Into<String>) -> Self {
+        UserMessage::new(vec![Content::text(text)])
+    }
+
+    /// A user message with the given text and image blocks, stamped now.
+    pub fn new(content: Vec<Content>) -> Self {
         UserMessage {
-            content: vec![Content::text(text)],
+            content,
             timestamp: now_ms(),
         }
+    }
+
+    /// The same message with another timestamp (ms since the epoch).
+    #[must_use]
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
     }
 }
 
@@ -106,9 +125,11 @@ fn string_or_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Co
     })
 }
 
-/// Why the model stopped.
+/// Why the model stopped. `#[non_exhaustive]`: APIs add reasons (a refusal, a paused turn), so
+/// a `match` needs a `_` arm.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum StopReason {
     /// A natural end of the answer.
     #[default]
@@ -124,10 +145,17 @@ pub enum StopReason {
 }
 
 /// A block of an assistant message.
+///
+/// `#[non_exhaustive]`, and so are its `Text` and `Thinking` variants: models gain kinds of
+/// blocks and blocks gain fields, so a `match` needs a `_` arm and a variant's pattern a `..`.
+/// Build blocks with [`text`](Self::text), [`thinking`](Self::thinking),
+/// [`tool_call`](Self::tool_call) and their `with_*` methods.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum AssistantContent {
     /// Visible text.
+    #[non_exhaustive]
     Text {
         /// The text.
         text: String,
@@ -140,6 +168,7 @@ pub enum AssistantContent {
         text_signature: Option<String>,
     },
     /// Reasoning the model showed (or an opaque, redacted form of it).
+    #[non_exhaustive]
     Thinking {
         /// The reasoning text.
         thinking: String,
@@ -164,8 +193,10 @@ pub enum AssistantContent {
     Provider(ProviderBlock),
 }
 
-/// A block kept for the API that produced it (see [`AssistantContent::Provider`]).
+/// A block kept for the API that produced it (see [`AssistantContent::Provider`]). Built with
+/// [`ProviderBlock::new`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProviderBlock {
     /// The wire API it belongs to (`anthropic-messages`, `openai-responses`).
     pub api: String,
@@ -175,6 +206,14 @@ pub struct ProviderBlock {
 }
 
 impl ProviderBlock {
+    /// The block `block` (as the API sent it) of the wire API `api`.
+    pub fn new(api: impl Into<String>, block: Value) -> Self {
+        ProviderBlock {
+            api: api.into(),
+            block,
+        }
+    }
+
     /// The block's `type` (`server_tool_use`, `tool_search_call`, ...).
     pub fn kind(&self) -> &str {
         self.block
@@ -202,18 +241,45 @@ impl AssistantContent {
         }
     }
 
+    /// A redacted thinking block: the provider sent the reasoning encrypted, as `signature`.
+    pub fn redacted_thinking(signature: impl Into<String>) -> Self {
+        AssistantContent::Thinking {
+            thinking: String::new(),
+            thinking_signature: Some(signature.into()),
+            redacted: true,
+        }
+    }
+
     /// A tool-call block.
     pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
-        AssistantContent::ToolCall(ToolCallBlock {
-            call: ToolCall::new(id, name, arguments),
-            thought_signature: None,
-            provider_fields: Map::new(),
-        })
+        AssistantContent::ToolCall(ToolCallBlock::new(id, name, arguments))
+    }
+
+    /// The same block with the provider's signature: `text_signature` of a text block,
+    /// `thinking_signature` of a thinking block, `thought_signature` of a tool call; other
+    /// blocks are returned unchanged.
+    #[must_use]
+    pub fn with_signature(mut self, signature: impl Into<String>) -> Self {
+        match &mut self {
+            AssistantContent::Text { text_signature, .. } => {
+                *text_signature = Some(signature.into())
+            }
+            AssistantContent::Thinking {
+                thinking_signature, ..
+            } => *thinking_signature = Some(signature.into()),
+            AssistantContent::ToolCall(block) => block.thought_signature = Some(signature.into()),
+            AssistantContent::Provider(_) => {}
+        }
+        self
     }
 }
 
 /// A tool call inside an assistant message: `{"type":"toolCall","id","name","arguments"}`.
+///
+/// Built with [`ToolCallBlock::new`] (or [`from_call`](Self::from_call)) and the `with_*`
+/// methods; `#[non_exhaustive]`, so a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCallBlock {
     /// Id, tool name and raw arguments.
     #[serde(flatten)]
@@ -236,9 +302,45 @@ pub struct ToolCallBlock {
     pub provider_fields: Map<String, Value>,
 }
 
+impl ToolCallBlock {
+    /// A call with the given id, tool name and arguments, with no signature or provider fields.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCallBlock::from_call(ToolCall::new(id, name, arguments))
+    }
+
+    /// The block for `call`, with no signature or provider fields.
+    pub fn from_call(call: ToolCall) -> Self {
+        ToolCallBlock {
+            call,
+            thought_signature: None,
+            provider_fields: Map::new(),
+        }
+    }
+
+    /// The same block with a provider signature (Gemini `thoughtSignature`).
+    #[must_use]
+    pub fn with_thought_signature(mut self, signature: impl Into<String>) -> Self {
+        self.thought_signature = Some(signature.into());
+        self
+    }
+
+    /// The same block with the API's own fields of the call (see
+    /// [`provider_fields`](Self::provider_fields)).
+    #[must_use]
+    pub fn with_provider_fields(mut self, fields: Map<String, Value>) -> Self {
+        self.provider_fields = fields;
+        self
+    }
+}
+
 /// What the model answered, with where it came from and how it ended.
+///
+/// Built with [`AssistantMessage::new`], [`empty`](Self::empty) or [`failed`](Self::failed)
+/// and the `with_*` methods; `#[non_exhaustive]`, so a field added later is not a breaking
+/// change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AssistantMessage {
     /// Text, thinking and tool calls, in the order the model produced them.
     pub content: Vec<AssistantContent>,
@@ -313,6 +415,63 @@ impl AssistantMessage {
         }
     }
 
+    /// The same message from another wire API (`anthropic-messages`, ...).
+    #[must_use]
+    pub fn with_api(mut self, api: impl Into<String>) -> Self {
+        self.api = api.into();
+        self
+    }
+
+    /// The same message from another provider (`anthropic`, ...).
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
+        self
+    }
+
+    /// The same message from another model id.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// The same message with the provider's id for the response.
+    #[must_use]
+    pub fn with_response_id(mut self, response_id: impl Into<String>) -> Self {
+        self.response_id = Some(response_id.into());
+        self
+    }
+
+    /// The same message with its token usage and cost.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The same message with what went wrong.
+    #[must_use]
+    pub fn with_error_message(mut self, error_message: impl Into<String>) -> Self {
+        self.error_message = Some(error_message.into());
+        self
+    }
+
+    /// The same message with another timestamp (ms since the epoch).
+    #[must_use]
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// The same message with the API's own fields of the response (see
+    /// [`provider_fields`](Self::provider_fields)).
+    #[must_use]
+    pub fn with_provider_fields(mut self, fields: Map<String, Value>) -> Self {
+        self.provider_fields = fields;
+        self
+    }
+
     /// The tool calls, in content order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallBlock> {
         self.content.iter().filter_map(|block| match block {
@@ -336,8 +495,13 @@ impl AssistantMessage {
 }
 
 /// The result of one tool call, as appended to the transcript and sent to the model.
+///
+/// Built with [`ToolResultMessage::new`] (or [`from_result`](Self::from_result), from what a
+/// tool returned) and the `with_*` methods, e.g. to answer a call yourself before resuming a
+/// run; `#[non_exhaustive]`, so a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
     pub tool_call_id: String,
@@ -360,6 +524,69 @@ pub struct ToolResultMessage {
 }
 
 impl ToolResultMessage {
+    /// The answer to call `tool_call_id` of tool `tool_name`: `content` for the model, no
+    /// details, not an error, no duration, stamped now.
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        content: Vec<Content>,
+    ) -> Self {
+        ToolResultMessage {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            content,
+            details: Value::Null,
+            is_error: false,
+            duration_ms: None,
+            timestamp: now_ms(),
+        }
+    }
+
+    /// An error answer to call `tool_call_id` of `tool_name`: one text block saying why.
+    pub fn error(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        ToolResultMessage::new(tool_call_id, tool_name, vec![Content::text(text)])
+            .with_is_error(true)
+    }
+
+    /// The answer to `call` made of what its tool returned: content, details and `is_error`.
+    pub fn from_result(call: &ToolCall, result: pi_tool::ToolResult) -> Self {
+        ToolResultMessage::new(call.id.clone(), call.name.clone(), result.content)
+            .with_details(result.details)
+            .with_is_error(result.is_error)
+    }
+
+    /// The same result with structured details (for a UI or logs; not sent to the model).
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The same result, marked as failed (or not).
+    #[must_use]
+    pub fn with_is_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+
+    /// The same result with how long preparing and running the call took.
+    #[must_use]
+    pub fn with_duration_ms(mut self, duration_ms: u64) -> Self {
+        self.duration_ms = Some(duration_ms);
+        self
+    }
+
+    /// The same result with another timestamp (ms since the epoch).
+    #[must_use]
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
     /// The text blocks joined with `\n`.
     pub fn text(&self) -> String {
         let texts: Vec<&str> = self.content.iter().filter_map(Content::as_text).collect();
@@ -367,8 +594,10 @@ impl ToolResultMessage {
     }
 }
 
-/// An application message kept in the transcript (pi's custom `AgentMessage` types).
+/// An application message kept in the transcript (pi's custom `AgentMessage` types). Built
+/// with [`CustomMessage::new`]; `#[non_exhaustive]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CustomMessage {
     /// The application's name for this kind of message (`notification`, ...).
     pub kind: String,
@@ -384,6 +613,22 @@ impl CustomMessage {
     /// The [`kind`](Self::kind) of the record the agent loop appends when the tools offered to
     /// the model change during a run (see [`TurnUpdate`](crate::TurnUpdate)).
     pub const TOOLS_CHANGED: &'static str = "tools_changed";
+
+    /// A message of the application's `kind` with its payload, stamped now.
+    pub fn new(kind: impl Into<String>, data: Value) -> Self {
+        CustomMessage {
+            kind: kind.into(),
+            data,
+            timestamp: now_ms(),
+        }
+    }
+
+    /// The same message with another timestamp (ms since the epoch).
+    #[must_use]
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
 
     /// A [`TOOLS_CHANGED`](Self::TOOLS_CHANGED) record: `data` is
     /// `{"added": [names], "removed": [names]}`. Unlike other custom messages, providers send it

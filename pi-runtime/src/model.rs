@@ -161,7 +161,11 @@ impl StreamOptions {
 /// One event of a streamed assistant response (pi's `AssistantMessageEvent`, without the
 /// partial message copied into every delta: apply events with
 /// [`AssistantMessage::apply`](crate::AssistantMessage::apply) to follow along).
+///
+/// `#[non_exhaustive]`: APIs gain kinds of blocks, and so this gains events; a `match` needs a
+/// `_` arm (a listener that does not know an event can skip it).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum AssistantEvent {
     /// The response began; `partial` has the metadata (api, provider, model) and no content.
     Start {

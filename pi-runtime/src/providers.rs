@@ -68,14 +68,9 @@ use serde_json::Value;
 /// Usage from APIs whose prompt count includes the cached tokens (OpenAI, Gemini): those are
 /// moved to `cache_read`, and the total is never less than prompt plus output.
 fn usage_with_cached_prompt(prompt: u64, cached: u64, output: u64, total: u64) -> pi_tool::Usage {
-    pi_tool::Usage {
-        input: prompt.saturating_sub(cached),
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: total.max(prompt + output),
-        ..pi_tool::Usage::default()
-    }
+    pi_tool::Usage::new(prompt.saturating_sub(cached), output)
+        .with_cache(cached, 0)
+        .with_total_tokens(total.max(prompt + output))
 }
 
 fn text_of(content: &[Content]) -> String {

@@ -309,15 +309,11 @@ async fn a_tool_of_its_own_named_tool_search_is_kept_beside_the_built_in_search(
 async fn a_transcript_naming_unknown_or_eager_tools_or_garbage_loads_only_what_it_can() {
     let ran = Arc::new(AtomicUsize::new(0));
     let search_result = |id: &str, details: Value| {
-        Message::ToolResult(pi_runtime::ToolResultMessage {
-            tool_call_id: id.to_owned(),
-            tool_name: TOOL_SEARCH_NAME.to_owned(),
-            content: Vec::new(),
-            details,
-            is_error: false,
-            duration_ms: None,
-            timestamp: 0,
-        })
+        Message::ToolResult(
+            pi_runtime::ToolResultMessage::new(id, TOOL_SEARCH_NAME, Vec::new())
+                .with_details(details)
+                .with_timestamp(0),
+        )
     };
     let transcript = vec![
         Message::user("earlier"),

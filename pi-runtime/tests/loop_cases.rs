@@ -20,11 +20,7 @@ fn scripted(responses: Vec<AssistantMessage>) -> Arc<ScriptedModel> {
 }
 
 fn custom(kind: &str) -> Message {
-    Message::Custom(CustomMessage {
-        kind: kind.to_owned(),
-        data: json!({"text": "hello"}),
-        timestamp: 0,
-    })
+    Message::Custom(CustomMessage::new(kind, json!({"text": "hello"})).with_timestamp(0))
 }
 
 #[tokio::test]

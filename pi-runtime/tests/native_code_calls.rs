@@ -148,19 +148,15 @@ fn body_after_the_programs_call(recording: &Recording) -> Value {
     let call = message.tool_calls().next().unwrap().clone();
     let messages = vec![
         Arc::new(Message::user("Check sku_123")),
-        Arc::new(Message::Assistant(AssistantMessage {
-            model: "recorded".into(),
-            ..message
-        })),
-        Arc::new(Message::ToolResult(ToolResultMessage {
-            tool_call_id: call.call.id.clone(),
-            tool_name: call.call.name.clone(),
-            content: vec![Content::text("{\"availableUnits\":42}")],
-            details: Value::Null,
-            is_error: false,
-            duration_ms: None,
-            timestamp: 0,
-        })),
+        Arc::new(Message::Assistant(message.with_model("recorded"))),
+        Arc::new(Message::ToolResult(
+            ToolResultMessage::new(
+                call.call.id.clone(),
+                call.call.name.clone(),
+                vec![Content::text("{\"availableUnits\":42}")],
+            )
+            .with_timestamp(0),
+        )),
     ];
     let tools = tools();
     let specs: Vec<pi_tool::ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();

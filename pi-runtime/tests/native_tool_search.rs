@@ -72,15 +72,9 @@ fn assert_session_round_trip(message: &AssistantMessage) {
 }
 
 fn result(id: &str, name: &str, text: &str) -> Arc<Message> {
-    Arc::new(Message::ToolResult(ToolResultMessage {
-        tool_call_id: id.into(),
-        tool_name: name.into(),
-        content: vec![Content::text(text)],
-        details: Value::Null,
-        is_error: false,
-        duration_ms: None,
-        timestamp: 0,
-    }))
+    Arc::new(Message::ToolResult(
+        ToolResultMessage::new(id, name, vec![Content::text(text)]).with_timestamp(0),
+    ))
 }
 
 fn weather_tool(deferred: bool) -> Arc<dyn AgentTool> {
@@ -162,10 +156,7 @@ fn anthropic_search_blocks_are_kept_verbatim_and_replayed() {
     let id = call.call.id.clone();
     let messages = vec![
         Arc::new(Message::user("What is the weather in San Francisco?")),
-        Arc::new(Message::Assistant(AssistantMessage {
-            model: "recorded".into(),
-            ..message.clone()
-        })),
+        Arc::new(Message::Assistant(message.clone().with_model("recorded"))),
         result(&id, "get_temp_data", "64F"),
     ];
     let tools = vec![weather_tool(true), plain_tool("get_temp_data")];
@@ -251,10 +242,7 @@ fn openai_hosted_search_items_are_kept_verbatim_and_replayed() {
     let call_id = call.call.id.split('|').next().unwrap().to_owned();
     let messages = vec![
         Arc::new(Message::user("What is the weather in San Francisco?")),
-        Arc::new(Message::Assistant(AssistantMessage {
-            model: "recorded".into(),
-            ..message.clone()
-        })),
+        Arc::new(Message::Assistant(message.clone().with_model("recorded"))),
         result(&call.call.id, "get_weather", "64F"),
     ];
     let tools = vec![weather_tool(true), plain_tool("echo")];
@@ -372,10 +360,7 @@ fn openai_program_items_and_callers_are_kept_and_replayed() {
     // Replayed: the program item as it came, then the call with its caller.
     let messages = vec![
         Arc::new(Message::user("Check sku_123")),
-        Arc::new(Message::Assistant(AssistantMessage {
-            model: "recorded".into(),
-            ..message.clone()
-        })),
+        Arc::new(Message::Assistant(message.clone().with_model("recorded"))),
         result(&call.call.id, "getInventory", "{\"availableUnits\":42}"),
     ];
     let body = OpenAiResponses::new("recorded").request_body(
@@ -549,10 +534,7 @@ fn native_config() -> AgentLoopConfig {
 /// call of the tool it loaded.
 fn searched_and_called(id: &str) -> AssistantMessage {
     let block = |block: Value| {
-        AssistantContent::Provider(ProviderBlock {
-            api: AnthropicMessages::API.into(),
-            block,
-        })
+        AssistantContent::Provider(ProviderBlock::new(AnthropicMessages::API, block))
     };
     let mut message = AssistantMessage::new(
         vec![

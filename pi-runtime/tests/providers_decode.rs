@@ -237,10 +237,7 @@ fn responses_reasoning_text_and_call() {
     assert_eq!(item["encrypted_content"], "gAAAAEncrypted");
     assert_eq!(
         message.content[1],
-        AssistantContent::Text {
-            text: "Checking Zürich.".into(),
-            text_signature: Some("msg_1".into())
-        }
+        AssistantContent::text("Checking Zürich.").with_signature("msg_1")
     );
     let call = message.tool_calls().next().unwrap();
     assert_eq!(call.call.id, "call_w1|fc_1");
@@ -265,13 +262,8 @@ fn anthropic_thinking_text_and_two_calls() {
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     assert_eq!(
         message.content[0],
-        AssistantContent::Thinking {
-            thinking: "The user wants weather.".into(),
-            thinking_signature: Some(
-                "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".into()
-            ),
-            redacted: false,
-        }
+        AssistantContent::thinking("The user wants weather.")
+            .with_signature("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds")
     );
     assert_eq!(
         message.content[1],
@@ -313,11 +305,7 @@ fn google_thoughts_text_and_whole_calls() {
     );
     assert_eq!(
         message.content[0],
-        AssistantContent::Thinking {
-            thinking: "I'll check both cities.".into(),
-            thinking_signature: Some("c2lnLXRoaW5r".into()),
-            redacted: false,
-        }
+        AssistantContent::thinking("I'll check both cities.").with_signature("c2lnLXRoaW5r")
     );
     assert_eq!(
         message.content[1],

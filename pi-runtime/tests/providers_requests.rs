@@ -83,15 +83,11 @@ fn decoded(mut decoder: ResponseDecoder, body: &str) -> AssistantMessage {
 }
 
 fn result(id: &str, name: &str, content: Vec<Content>, is_error: bool) -> Arc<Message> {
-    Arc::new(Message::ToolResult(ToolResultMessage {
-        tool_call_id: id.into(),
-        tool_name: name.into(),
-        content,
-        details: Value::Null,
-        is_error,
-        duration_ms: None,
-        timestamp: 0,
-    }))
+    Arc::new(Message::ToolResult(
+        ToolResultMessage::new(id, name, content)
+            .with_is_error(is_error)
+            .with_timestamp(0),
+    ))
 }
 
 /// user, the assistant's calls, a result per call (the first failed, the last with an image).
@@ -372,16 +368,17 @@ fn orphans_failures_custom_messages_and_images() {
     calls.provider = "anthropic".into();
     calls.model = "claude-haiku".into();
     let messages = vec![
-        Arc::new(Message::User(UserMessage {
-            content: vec![Content::text("look"), Content::image("AAAA", "image/jpeg")],
-            timestamp: 0,
-        })),
+        Arc::new(Message::User(
+            UserMessage::new(vec![
+                Content::text("look"),
+                Content::image("AAAA", "image/jpeg"),
+            ])
+            .with_timestamp(0),
+        )),
         Arc::new(Message::Assistant(failed)),
-        Arc::new(Message::Custom(CustomMessage {
-            kind: "note".into(),
-            data: json!({}),
-            timestamp: 0,
-        })),
+        Arc::new(Message::Custom(
+            CustomMessage::new("note", json!({})).with_timestamp(0),
+        )),
         Arc::new(Message::Assistant(calls)),
         Arc::new(Message::user("never mind")),
     ];

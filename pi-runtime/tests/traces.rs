@@ -40,11 +40,7 @@ fn response(
     output: u64,
 ) -> AssistantMessage {
     let mut message = AssistantMessage::new(content, stop);
-    message.usage = Usage {
-        input,
-        output,
-        ..Usage::default()
-    };
+    message.usage = Usage::new(input, output);
     message.response_id = Some(format!("resp-{input}"));
     message
 }

@@ -337,15 +337,14 @@ fn every_api_sends_the_announcement_as_a_note() {
     let messages = vec![
         Arc::new(Message::user("go")),
         Arc::new(Message::Assistant(call("c1", "alpha"))),
-        Arc::new(Message::ToolResult(pi_runtime::ToolResultMessage {
-            tool_call_id: "c1".into(),
-            tool_name: "alpha".into(),
-            content: vec![pi_tool::Content::text("alpha ran")],
-            details: Value::Null,
-            is_error: false,
-            duration_ms: None,
-            timestamp: 0,
-        })),
+        Arc::new(Message::ToolResult(
+            pi_runtime::ToolResultMessage::new(
+                "c1",
+                "alpha",
+                vec![pi_tool::Content::text("alpha ran")],
+            )
+            .with_timestamp(0),
+        )),
         Arc::new(Message::Custom(CustomMessage::tools_changed(
             strings(&["gamma"]),
             strings(&["alpha"]),

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 ///
 /// Serializes exactly as pi's content blocks:
 /// `{"type":"text","text":".."}` and `{"type":"image","data":"<base64>","mimeType":"image/png"}`.
+///
+/// Not `#[non_exhaustive]`, on purpose: every provider and host must send every kind of block
+/// to the model, so a new kind is a change each of them has to make (a `_` arm would drop the
+/// block silently).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Content {
@@ -62,8 +66,12 @@ impl From<&str> for Content {
 /// Token usage and cost, pi's `Usage` shape (`cacheRead`, `totalTokens`, ...).
 ///
 /// A tool that itself calls a model can report what it spent in [`ToolResult::usage`](crate::ToolResult::usage).
+///
+/// Built with [`Usage::new`] (or `Default`) and the `with_*` methods; `#[non_exhaustive]`, so a
+/// field added later (a kind of token) is not a breaking change.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
 pub struct Usage {
     /// Input (prompt) tokens.
     pub input: u64,
@@ -79,9 +87,11 @@ pub struct Usage {
     pub cost: Cost,
 }
 
-/// Cost in US dollars, split like [`Usage`].
+/// Cost in US dollars, split like [`Usage`]. Built with [`Cost::new`] (or `Default`) and the
+/// `with_*` methods; `#[non_exhaustive]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
 pub struct Cost {
     /// Cost of input tokens.
     pub input: f64,
@@ -96,6 +106,38 @@ pub struct Cost {
 }
 
 impl Usage {
+    /// `input` and `output` tokens, counted in `total_tokens` too; no cache, no cost.
+    pub fn new(input: u64, output: u64) -> Self {
+        Usage {
+            input,
+            output,
+            total_tokens: input + output,
+            ..Usage::default()
+        }
+    }
+
+    /// Sets the tokens read from and written to a prompt cache (`total_tokens` is left as is).
+    #[must_use]
+    pub fn with_cache(mut self, cache_read: u64, cache_write: u64) -> Self {
+        self.cache_read = cache_read;
+        self.cache_write = cache_write;
+        self
+    }
+
+    /// Sets [`total_tokens`](Self::total_tokens), as the provider counted them.
+    #[must_use]
+    pub fn with_total_tokens(mut self, total_tokens: u64) -> Self {
+        self.total_tokens = total_tokens;
+        self
+    }
+
+    /// Sets [`cost`](Self::cost).
+    #[must_use]
+    pub fn with_cost(mut self, cost: Cost) -> Self {
+        self.cost = cost;
+        self
+    }
+
     /// Adds another usage to this one, field by field.
     pub fn add(&mut self, other: &Usage) {
         self.input += other.input;
@@ -108,5 +150,26 @@ impl Usage {
         self.cost.cache_read += other.cost.cache_read;
         self.cost.cache_write += other.cost.cache_write;
         self.cost.total += other.cost.total;
+    }
+}
+
+impl Cost {
+    /// The cost of input and output tokens, in US dollars; `total` is their sum.
+    pub fn new(input: f64, output: f64) -> Self {
+        Cost {
+            input,
+            output,
+            total: input + output,
+            ..Cost::default()
+        }
+    }
+
+    /// Sets the cost of cache reads and writes; `total` becomes the sum of all four.
+    #[must_use]
+    pub fn with_cache(mut self, cache_read: f64, cache_write: f64) -> Self {
+        self.cache_read = cache_read;
+        self.cache_write = cache_write;
+        self.total = self.input + self.output + cache_read + cache_write;
+        self
     }
 }

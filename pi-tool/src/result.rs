@@ -10,8 +10,12 @@ use crate::{Content, ToolError, Usage};
 /// What a tool call produced: content for the model, details for the host, and hints for the loop.
 ///
 /// Serializes with pi's field names (`addedToolNames`, `isError`); empty optional fields are left out.
+///
+/// Built with [`ToolResult::text`], [`error`](ToolResult::error) or [`new`](ToolResult::new) and
+/// the `with_*` methods; `#[non_exhaustive]`, so a field added later is not a breaking change.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResult<D = Value> {
     /// Text and image blocks returned to the model.
     pub content: Vec<Content>,

@@ -28,7 +28,9 @@ pub enum ExecutionMode {
 }
 
 /// A call of a tool by the model: the id to answer, the tool's name and its raw arguments.
+/// Built with [`ToolCall::new`]; `#[non_exhaustive]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The provider's id for this call; the result must carry it back.
     pub id: String,

@@ -303,6 +303,7 @@ impl<'b> Batch<'_, 'b> {
             added_tool_names,
             terminate,
             is_error,
+            ..
         } = result;
         fit_result(&mut content, self.env.limits.max_result_bytes);
         let message = Arc::new(Message::ToolResult(ToolResultMessage {

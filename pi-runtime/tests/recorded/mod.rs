@@ -225,6 +225,7 @@ pub fn kinds(message: &AssistantMessage) -> Vec<String> {
             AssistantContent::Thinking { .. } => "thinking".to_owned(),
             AssistantContent::ToolCall(_) => "toolCall".to_owned(),
             AssistantContent::Provider(block) => block.kind().to_owned(),
+            other => panic!("a kind of block these tests do not know: {other:?}"),
         })
         .collect()
 }
@@ -355,5 +356,6 @@ fn block_index(event: &AssistantEvent) -> Option<usize> {
         | E::ToolCallEnd { content_index, .. }
         | E::ProviderBlock { content_index, .. } => Some(*content_index),
         E::Start { .. } | E::Done { .. } | E::Error { .. } => None,
+        other => panic!("an event these tests do not know: {other:?}"),
     }
 }

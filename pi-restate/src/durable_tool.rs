@@ -101,6 +101,14 @@ impl AgentTool for DurableTool {
         self.inner.replay()
     }
 
+    fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
+        self.inner.needs_approval(args, ctx)
+    }
+
+    fn external(&self) -> bool {
+        self.inner.external()
+    }
+
     fn output_schema(&self) -> Option<&Value> {
         self.inner.output_schema()
     }

@@ -11,6 +11,7 @@ mod guard;
 mod hooks;
 mod host;
 mod nested;
+mod resume;
 mod run;
 mod spans;
 mod stream;
@@ -161,6 +162,8 @@ fn start(
         span: span.clone(),
         requests: 0,
         last_turn: None,
+        resumed: None,
+        activated: Vec::new(),
     };
     AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

@@ -46,6 +46,10 @@ pub struct BeforeToolCall {
     pub args: Option<Value>,
     /// Mark the blocked call's result `terminate` (it counts towards ending the batch).
     pub terminate: bool,
+    /// Do not run the call yet: it waits for approval with [`reason`](Self::reason), and the
+    /// run pauses. Ignored for a call
+    /// that was approved already (on resume), so the hook need not remember its decisions.
+    pub suspend: bool,
 }
 
 impl BeforeToolCall {
@@ -67,6 +71,16 @@ impl BeforeToolCall {
     pub fn block_silently() -> Self {
         BeforeToolCall {
             block: true,
+            ..BeforeToolCall::default()
+        }
+    }
+
+    /// Make the call wait for approval: the run pauses with it listed as waiting (kind
+    /// approval, this reason), and resumes once it is decided.
+    pub fn suspend(reason: impl Into<String>) -> Self {
+        BeforeToolCall {
+            suspend: true,
+            reason: Some(reason.into()),
             ..BeforeToolCall::default()
         }
     }

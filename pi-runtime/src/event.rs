@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::message::{AssistantContent, AssistantMessage, Message, ToolCallBlock};
 use crate::model::AssistantEvent;
+use crate::wait::WaitingCall;
 
 /// One step of a run, in the order pi emits them:
 /// `AgentStart`, `TurnStart`, `MessageStart`/`MessageEnd` per message (with `MessageUpdate`s
@@ -83,6 +84,21 @@ pub enum AgentEvent {
         /// Preparation plus execution time, in milliseconds.
         duration_ms: u64,
     },
+    /// A call did not run: it waits for approval, or for an answer from outside. It gets no
+    /// `ToolExecutionEnd` and no result in the transcript until it is decided; when the batch
+    /// is done the run pauses ([`RunPaused`](Self::RunPaused)).
+    ToolCallWaiting {
+        /// The call.
+        call: ToolCallRef,
+        /// What waits: the arguments as they would run, why, and for what.
+        waiting: WaitingCall,
+    },
+    /// The run paused because calls wait; `AgentEnd` follows. The state to resume from is
+    /// [`AgentStream::take_paused`](crate::AgentStream::take_paused).
+    RunPaused {
+        /// The calls that wait, in call order.
+        waiting: Vec<WaitingCall>,
+    },
 }
 
 impl AgentEvent {
@@ -99,6 +115,8 @@ impl AgentEvent {
             AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
             AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::ToolCallWaiting { .. } => "tool_call_waiting",
+            AgentEvent::RunPaused { .. } => "run_paused",
         }
     }
 
@@ -107,7 +125,8 @@ impl AgentEvent {
         match self {
             AgentEvent::ToolExecutionStart { call }
             | AgentEvent::ToolExecutionUpdate { call, .. }
-            | AgentEvent::ToolExecutionEnd { call, .. } => Some(call),
+            | AgentEvent::ToolExecutionEnd { call, .. }
+            | AgentEvent::ToolCallWaiting { call, .. } => Some(call),
             _ => None,
         }
     }

@@ -5,6 +5,8 @@ mod message;
 mod model;
 pub mod providers;
 mod request_tools;
+mod run_state;
+mod wait;
 
 pub use event::AgentEvent;
 pub use message::{
@@ -12,7 +14,10 @@ pub use message::{
     ToolCallBlock, ToolResultMessage, UserMessage, now_ms,
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
+pub use pi_tool::WaitKind;
 pub use request_tools::{RequestTools, ToolSearchMode};
+pub use run_state::{RUN_STATE_FORMAT, ResumeError, RunState, RunStateReadError};
+pub use wait::{Decision, WaitingCall};
 
 mod agent;
 mod agent_loop;

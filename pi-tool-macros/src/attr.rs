@@ -1,5 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `callers`, `replay`, and the annotation flags `read_only`,
+//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `callers`, `replay`, `approval`, and the annotation flags `read_only`,
 //! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
@@ -25,6 +25,7 @@ pub(crate) const KEYS: &[&str] = &[
     "eager_input_streaming",
     "callers",
     "replay",
+    "approval",
     "read_only",
     "destructive",
     "idempotent",
@@ -68,6 +69,8 @@ pub(crate) struct ToolArgs {
     pub(crate) callers: Option<syn::Ident>,
     /// `replay = "never"`: the `Replay` variant.
     pub(crate) replay: Option<syn::Ident>,
+    /// `approval` or `approval = path`.
+    pub(crate) approval: Option<crate::approval::Approval>,
 }
 
 impl ToolArgs {
@@ -133,6 +136,10 @@ impl ToolArgs {
                         .ok()
                 });
                 set_once(cx, &mut self.replay, &path, value);
+            }
+            "approval" => {
+                let value = crate::approval::approval_value(cx, &meta);
+                set_once(cx, &mut self.approval, &path, value);
             }
             "blocking" => {
                 if !matches!(meta, Meta::Path(_)) {

@@ -241,6 +241,7 @@ pub(crate) fn generate(
     let limit_methods = crate::limits::limit_methods(args);
     let example_methods = crate::examples::example_methods(args);
     let policy_methods = crate::policies::policy_methods(args);
+    let approval_method = crate::approval::approval_method(args.approval.as_ref(), &params_ident);
     let output_schema = output_schema_method(&item.sig.output);
     let output_span = match &item.sig.output {
         syn::ReturnType::Default => fn_ident.span(),
@@ -356,6 +357,7 @@ pub(crate) fn generate(
                 #limit_methods
                 #example_methods
                 #policy_methods
+                #approval_method
                 #output_schema
 
                 fn validator(&self) -> ::core::option::Option<&::pi_tool::ArgumentValidator> {

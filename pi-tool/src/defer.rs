@@ -66,6 +66,12 @@ impl AgentTool for Deferred {
     fn replay(&self) -> Option<Replay> {
         self.0.replay()
     }
+    fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
+        self.0.needs_approval(args, ctx)
+    }
+    fn external(&self) -> bool {
+        self.0.external()
+    }
     fn annotations(&self) -> ToolAnnotations {
         self.0.annotations()
     }

@@ -14,8 +14,9 @@ use serde_json::Value;
 use schemars::JsonSchema;
 
 use crate::{
-    AgentTool, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult, RegistryError, Replay,
-    ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec, schema_for,
+    AgentTool, ApprovalRule, ArgumentValidator, BoxFuture, ExecutionMode, IntoToolResult,
+    RegistryError, Replay, ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult,
+    ToolSpec, external_unanswered_message, schema_for,
 };
 
 type Handler =
@@ -69,6 +70,8 @@ pub struct FnTool {
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
+    approval: Option<ApprovalRule>,
+    external: bool,
     validator: Arc<ArgumentValidator>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
@@ -129,8 +132,47 @@ impl FnTool {
             eager_input_streaming: false,
             callers: ToolCallers::Both,
             replay: None,
+            approval: None,
             prepare: None,
         }
+    }
+
+    /// An external tool: the model sees `name`, `description` and the `parameters` schema, and
+    /// each call is answered from outside the process (a browser, a mobile app, another
+    /// service). The agent loop validates the call's arguments, then pauses the run until the
+    /// answer is given (`pi-runtime`'s `RunState::answer`); a host that cannot wait (a plain
+    /// [`ToolRegistry::run`](crate::ToolRegistry::run)) answers it with an error saying so.
+    ///
+    /// ```
+    /// use pi_tool::{AgentTool, FnTool};
+    /// use serde_json::json;
+    ///
+    /// let pick = FnTool::external(
+    ///     "pick_file",
+    ///     "Ask the user to pick a file in their browser.",
+    ///     json!({"type": "object", "properties": {"accept": {"type": "string"}}}),
+    /// )?;
+    /// assert!(pick.external());
+    /// # Ok::<(), pi_tool::RegistryError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`FnToolBuilder::build`].
+    pub fn external(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+    ) -> Result<FnTool, RegistryError> {
+        let name = name.into();
+        let unanswered = external_unanswered_message(&name);
+        let mut tool =
+            FnTool::builder(name, description, parameters).build(move |_args, _ctx| {
+                let unanswered = unanswered.clone();
+                async move { ToolResult::error(unanswered) }
+            })?;
+        tool.external = true;
+        Ok(tool)
     }
 }
 
@@ -151,6 +193,7 @@ pub struct FnToolBuilder {
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
+    approval: Option<ApprovalRule>,
     prepare: Option<Arc<Prepare>>,
 }
 
@@ -267,6 +310,21 @@ impl FnToolBuilder {
         self
     }
 
+    /// Every call waits for a decision before it runs (like `#[tool(approval)]`).
+    pub fn approval(self) -> Self {
+        self.approval_when(|_args: &Value, _ctx: &ToolContext| true)
+    }
+
+    /// A call waits for a decision when `rule` says so, asked with the arguments as they would
+    /// run (after `prepare_arguments` and validation), like `#[tool(approval = path)]`.
+    pub fn approval_when<F>(mut self, rule: F) -> Self
+    where
+        F: Fn(&Value, &ToolContext) -> bool + Send + Sync + 'static,
+    {
+        self.approval = Some(Arc::new(rule));
+        self
+    }
+
     /// Rewrites the model's raw arguments before validation (an old argument shape, a
     /// stringified field), like `#[tool(prepare_arguments = path)]`. Its `Err` becomes an error
     /// result; a panic in it too.
@@ -330,6 +388,8 @@ impl FnToolBuilder {
             eager_input_streaming: self.eager_input_streaming,
             callers: self.callers,
             replay: self.replay,
+            approval: self.approval,
+            external: false,
             validator,
             prepare: self.prepare,
             handler,
@@ -440,6 +500,14 @@ impl AgentTool for FnTool {
         self.replay
     }
 
+    fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
+        self.approval.as_ref().is_some_and(|rule| rule(args, ctx))
+    }
+
+    fn external(&self) -> bool {
+        self.external
+    }
+
     fn prepare_arguments(&self, args: Value) -> Result<Value, ToolError> {
         match &self.prepare {
             Some(prepare) => prepare(args),
@@ -477,6 +545,8 @@ impl fmt::Debug for FnTool {
             .field("deferred", &self.deferred)
             .field("callers", &self.callers)
             .field("replay", &self.replay)
+            .field("approval", &self.approval.is_some())
+            .field("external", &self.external)
             .field("prepare_arguments", &self.prepare.is_some())
             .finish_non_exhaustive()
     }
@@ -496,6 +566,7 @@ impl fmt::Debug for FnToolBuilder {
             .field("deferred", &self.deferred)
             .field("callers", &self.callers)
             .field("replay", &self.replay)
+            .field("approval", &self.approval.is_some())
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
     }

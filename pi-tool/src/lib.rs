@@ -6,6 +6,7 @@
 extern crate self as pi_tool;
 
 mod annotations;
+mod approval;
 mod call_limits;
 mod callers;
 mod content;
@@ -40,6 +41,10 @@ pub mod __private {
 }
 
 pub use annotations::ToolAnnotations;
+pub use approval::{
+    ApprovalRequired, ApprovalRule, WaitKind, approval_reason, external_reason,
+    external_unanswered_message,
+};
 pub use call_limits::{
     CallLimits, DEFAULT_ABORT_GRACE, DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES,
 };

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::{ArgumentValidator, Json, ToolError, ToolSpec, schema_for};
 
+pub use crate::approval::{ApprovalFn, ByParams, ByValue, check_approval};
 pub use inventory;
 pub use schemars;
 pub use serde;

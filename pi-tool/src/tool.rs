@@ -110,6 +110,25 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
         None
     }
 
+    /// Whether this call must wait for a decision (approve or deny) before it runs, asked with
+    /// the arguments as they would run (after `prepare_arguments` and validation). The agent
+    /// loop pauses the run on such a call (or asks its approver); a host that cannot wait runs
+    /// it as before. Default `false`; `#[tool(approval)]` answers `true`, `#[tool(approval =
+    /// path)]` asks `path`, [`ToolRegistry::require_approval`](crate::ToolRegistry::require_approval)
+    /// picks tools by a policy.
+    fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
+        let _ = (args, ctx);
+        false
+    }
+
+    /// Whether the tool is external: it has a schema and no body here, and each call is
+    /// answered from outside (a browser, a mobile app, another service). The agent loop pauses
+    /// the run on its calls until an answer is given. Default `false`;
+    /// [`FnTool::external`](crate::FnTool::external) builds one.
+    fn external(&self) -> bool {
+        false
+    }
+
     /// Hints for hosts about what the tool does (read-only, destructive, ...); `#[tool]` sets them
     /// from its `read_only`, `destructive`, `idempotent` and `open_world` keys. Never part of
     /// what a model provider receives.

@@ -19,11 +19,13 @@ use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::Emitter;
 use super::host::{BatchHost, NestedParts};
+use super::resume::Resumed;
 use super::run::ABORTED;
 use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, StopReason};
+use crate::wait::WaitingCall;
 
 /// What a batch borrows from its run.
 pub(crate) struct BatchEnv<'a> {
@@ -36,6 +38,8 @@ pub(crate) struct BatchEnv<'a> {
     pub(crate) emitter: &'a Emitter,
     pub(crate) transcript: &'a [Arc<Message>],
     pub(crate) clock: &'a Clock,
+    /// On resume: the decisions on the calls that waited (only those run).
+    pub(crate) resumed: Option<&'a Resumed>,
 }
 
 /// What a batch produced.
@@ -46,6 +50,8 @@ pub(crate) struct BatchOutcome {
     pub(crate) terminate: bool,
     /// Tools the results asked to activate.
     pub(crate) added_tool_names: Vec<String>,
+    /// The calls that wait for a decision, in call order (no result for them).
+    pub(crate) waiting: Vec<WaitingCall>,
 }
 
 /// Runs every tool call of `assistant`.
@@ -56,9 +62,15 @@ pub(crate) async fn execute_tool_calls(
     let Some(message) = assistant.as_assistant() else {
         return BatchOutcome::with_capacity(0);
     };
-    let count = message.tool_calls().count();
+    let resumed = env.resumed;
+    // On resume only the calls that waited run again (the others are answered already).
+    let runs = |block: &crate::message::ToolCallBlock| {
+        resumed.is_none_or(|resumed| resumed.is_waiting(&block.call.id))
+    };
+    let count = message.tool_calls().filter(|block| runs(block)).count();
     let calls = (0..message.content.len())
-        .filter_map(|index| ToolCallRef::new(Arc::clone(assistant), index));
+        .filter_map(|index| ToolCallRef::new(Arc::clone(assistant), index))
+        .filter(move |call| runs(call.block()));
     let truncated = message.stop_reason == StopReason::Length;
     let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
         || env.config.after_tool_call.is_some())
@@ -105,7 +117,19 @@ impl BatchOutcome {
             results: Vec::with_capacity(calls),
             terminate: calls > 0,
             added_tool_names: Vec::new(),
+            waiting: Vec::new(),
         }
+    }
+
+    /// Records a call that waits, and tells listeners.
+    async fn wait(&mut self, emitter: &Emitter, call: ToolCallRef, waiting: WaitingCall) {
+        emitter
+            .emit(AgentEvent::ToolCallWaiting {
+                call,
+                waiting: waiting.clone(),
+            })
+            .await;
+        self.waiting.push(waiting);
     }
 
     /// Adds a finished call (in source order).
@@ -163,6 +187,10 @@ impl<'b> Batch<'_, 'b> {
                 self.prepare(call, started).instrument(span.clone()).await
             };
             let mut done = match preparation {
+                Preparation::Wait(call, waiting) => {
+                    outcome.wait(self.env.emitter, call, waiting).await;
+                    continue;
+                }
                 Preparation::Immediate(call, result) => self.finished(call, result, started),
                 Preparation::Ready(prepared) => {
                     let (call, result, started) = self
@@ -215,6 +243,9 @@ impl<'b> Batch<'_, 'b> {
                     });
                 }
                 Preparation::Ready(prepared) => slots.push(Slot::Ready(prepared, span)),
+                Preparation::Wait(call, waiting) => {
+                    outcome.wait(self.env.emitter, call, waiting).await;
+                }
             }
         }
 

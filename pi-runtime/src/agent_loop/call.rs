@@ -10,8 +10,8 @@ use std::task::Poll;
 use futures_util::future::{Either, select};
 use pi_tool::{
     AgentTool, Deadline, PreparedArguments, ToolCallFuture, ToolContext, ToolResult, Usage,
-    code_only_message, execute_prepared, execute_within, fit_result, model_only_message,
-    prepare_call_within, tool_not_found_message,
+    WaitKind, approval_reason, code_only_message, execute_prepared, execute_within,
+    external_reason, fit_result, model_only_message, prepare_call_within, tool_not_found_message,
 };
 use tracing::Span;
 
@@ -19,10 +19,12 @@ use super::batch::Batch;
 use super::clock::Instant;
 use super::context::ToolSet;
 use super::hooks;
+use super::resume::Settled;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, ToolResultMessage};
+use crate::wait::WaitingCall;
 
 /// The error of a call the loop refuses because its message hit the output token limit.
 fn length_refusal(name: &str) -> String {
@@ -45,6 +47,8 @@ pub(super) enum Preparation<'t> {
     /// The call failed (or was refused) before running: its result is final.
     Immediate(ToolCallRef, ToolResult),
     Ready(Prepared<'t>),
+    /// The call waits for a decision (or an answer from outside): it does not run now.
+    Wait(ToolCallRef, WaitingCall),
 }
 
 /// A finished call: its result message, the loop hints of its result, and what its
@@ -80,12 +84,13 @@ impl<'b> Batch<'_, 'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
-        let (call, tool, mut args) = match self.validate(call, started) {
+        let (call, tool, mut args) = match self.check(call, started) {
             Preparation::Ready(Prepared {
                 call, tool, args, ..
             }) => (call, tool, args),
             immediate => return immediate,
         };
+        let mut suspended = None;
         if let Some(hook) = &self.env.config.before_tool_call {
             let ctx = BeforeToolCallContext {
                 assistant_message: Arc::clone(call.message()),
@@ -102,22 +107,84 @@ impl<'b> Batch<'_, 'b> {
                 hooks::Before::Run(Some(replaced)) => args = PreparedArguments::replaced(replaced),
                 hooks::Before::Run(None) => {}
                 hooks::Before::Refused(result) => return Preparation::Immediate(call, result),
+                hooks::Before::Wait(reason, replaced) => {
+                    if let Some(replaced) = replaced {
+                        args = PreparedArguments::replaced(replaced);
+                    }
+                    suspended = Some(reason);
+                }
             }
             if self.env.signal.is_cancelled() {
                 return Preparation::Immediate(call, ToolResult::error(ABORTED));
             }
         }
-        Preparation::Ready(Prepared {
-            call,
-            tool,
-            args,
-            started,
-        })
+        self.wait_check(
+            Prepared {
+                call,
+                tool,
+                args,
+                started,
+            },
+            suspended,
+        )
     }
 
-    /// The checks before `before_tool_call`: the `length` refusal, abort, lookup,
-    /// `prepare_arguments` and validation (no await: without a hook, preparation is this).
+    /// [`check`](Self::check), then whether the call must wait (no await: without a hook,
+    /// preparation is this).
     pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+        match self.check(call, started) {
+            Preparation::Ready(prepared) => self.wait_check(prepared, None),
+            other => other,
+        }
+    }
+
+    /// Whether a prepared call waits: `before_tool_call` suspended it (`suspended`), its tool is
+    /// external, or its tool wants approval for these arguments. A call approved on resume
+    /// runs.
+    fn wait_check(&self, prepared: Prepared<'b>, suspended: Option<String>) -> Preparation<'b> {
+        let resumed = self.env.resumed;
+        if let Some(resumed) = resumed
+            && resumed.approved(prepared.call.id())
+        {
+            // The store learns that it starts before it does (exactly once across a crash).
+            return match resumed.record_start(prepared.call.id(), prepared.call.name()) {
+                Ok(()) => Preparation::Ready(prepared),
+                Err(result) => Preparation::Immediate(prepared.call, *result),
+            };
+        }
+        let tool = prepared.tool;
+        let name = prepared.call.name();
+        let args = prepared.args.get(prepared.call.arguments());
+        let wait = match suspended {
+            Some(reason) => Some((WaitKind::Approval, reason)),
+            None if tool.external() => Some((WaitKind::External, external_reason(name))),
+            None if tool.needs_approval(args, &self.context(&prepared.call)) => {
+                Some((WaitKind::Approval, approval_reason(name)))
+            }
+            None => None,
+        };
+        match wait {
+            None => Preparation::Ready(prepared),
+            Some((kind, reason)) => {
+                let waiting =
+                    WaitingCall::new(prepared.call.id(), name, args.clone(), reason, kind);
+                Preparation::Wait(prepared.call, waiting)
+            }
+        }
+    }
+
+    /// The checks before `before_tool_call`: a decision taken on resume (deny, answer, a
+    /// recorded result), the `length` refusal, abort, lookup, `prepare_arguments` and
+    /// validation (of the arguments an `approve_with` gave, when it did).
+    fn check(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+        let mut raw = call.arguments();
+        if let Some(resumed) = self.env.resumed {
+            match resumed.settled(&call, self.env.tools) {
+                Settled::No => {}
+                Settled::Result(result) => return Preparation::Immediate(call, *result),
+                Settled::RunWith(arguments) => raw = arguments,
+            }
+        }
         if self.truncated {
             let refusal = ToolResult::error(length_refusal(call.name()));
             return Preparation::Immediate(call, refusal);
@@ -141,7 +208,15 @@ impl<'b> Batch<'_, 'b> {
             let refusal = ToolResult::error(code_only_message(call.name()));
             return Preparation::Immediate(call, refusal);
         }
-        match prepare_call_within(tool.as_ref(), call.arguments(), &self.env.limits.arguments) {
+        let prepared = prepare_call_within(tool.as_ref(), raw, &self.env.limits.arguments);
+        // Arguments an `approve_with` gave replace the model's, even when they pass as they are.
+        let prepared = match prepared {
+            Ok(args) if args.is_unchanged() && !std::ptr::eq(raw, call.arguments()) => {
+                Ok(PreparedArguments::replaced(raw.clone()))
+            }
+            other => other,
+        };
+        match prepared {
             Ok(args) => Preparation::Ready(Prepared {
                 call,
                 tool,
@@ -315,6 +390,9 @@ impl<'b> Batch<'_, 'b> {
             duration_ms: Some(duration_ms),
             timestamp: self.env.clock.epoch_ms(now),
         }));
+        if let Some(resumed) = self.env.resumed {
+            resumed.record_result(call.id(), &message);
+        }
         Finished {
             call,
             message,

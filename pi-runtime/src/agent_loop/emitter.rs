@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     /// The loop is paused until the consumer has taken the queued events (not waiting on a
     /// tool or a timer): the stream must not poll it before then.
     paused: AtomicBool,
+    /// The state of a run that paused on calls that wait, until taken.
+    run_state: Mutex<Option<crate::run_state::RunState>>,
 }
 
 impl Shared {
@@ -38,6 +40,7 @@ impl Shared {
             waker: AtomicWaker::new(),
             yield_after: AtomicUsize::new(DEFAULT_YIELD_AFTER),
             paused: AtomicBool::new(false),
+            run_state: Mutex::new(None),
         })
     }
 
@@ -54,6 +57,22 @@ impl Shared {
         if !queue.is_empty() {
             std::mem::swap(&mut *queue, out);
         }
+    }
+
+    /// Keeps the state of a run that paused.
+    pub(crate) fn set_paused_state(&self, state: crate::run_state::RunState) {
+        *self
+            .run_state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(state);
+    }
+
+    /// Takes the state of a run that paused.
+    pub(crate) fn take_paused_state(&self) -> Option<crate::run_state::RunState> {
+        self.run_state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 
     pub(crate) fn register(&self, waker: &std::task::Waker) {

@@ -19,6 +19,9 @@ pub(super) enum Before {
     Run(Option<Value>),
     /// Do not run it: this is its result.
     Refused(ToolResult),
+    /// Do not run it yet: it waits for approval, for this reason (with these arguments instead
+    /// of the prepared ones when `Some`).
+    Wait(String, Option<Value>),
 }
 
 /// Runs `before_tool_call` on a call.
@@ -28,6 +31,12 @@ pub(super) async fn before(hook: &BeforeToolCallHook, ctx: BeforeToolCallContext
             let reason = decision.reason.unwrap_or_else(|| BLOCKED.to_owned());
             Before::Refused(ToolResult::error(reason).with_terminate(decision.terminate))
         }
+        Ok(Ok(decision)) if decision.suspend => Before::Wait(
+            decision
+                .reason
+                .unwrap_or_else(|| "before_tool_call asked for approval".to_owned()),
+            decision.args,
+        ),
         Ok(Ok(decision)) => Before::Run(decision.args),
         Ok(Err(err)) => Before::Refused(ToolResult::error(err.message())),
         Err(panic) => Before::Refused(ToolResult::error(format!(

@@ -114,6 +114,11 @@ impl CallHooks for LoopNested {
                 hooks::Before::Run(None) => BeforeCall::Run,
                 hooks::Before::Run(Some(replaced)) => BeforeCall::RunWith(replaced),
                 hooks::Before::Refused(result) => BeforeCall::Answer(result),
+                // A call made from code cannot pause the run (yet): it is refused, saying why.
+                hooks::Before::Wait(reason, _) => BeforeCall::Answer(ToolResult::error(format!(
+                    "Tool {} was not run: it needs approval ({reason}), and a call made from code cannot wait for one",
+                    call.name
+                ))),
             }
         })
     }

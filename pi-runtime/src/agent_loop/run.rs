@@ -19,7 +19,9 @@ use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, CustomMessage, Message, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
+use crate::run_state::{RUN_STATE_FORMAT, RunState};
 use crate::turn_hooks::{FinishTurn, RequestContext, TurnUpdate};
+use crate::wait::WaitingCall;
 
 /// The text of the result of a call that was skipped because the run was aborted.
 pub(crate) const ABORTED: &str = "Operation aborted";
@@ -48,6 +50,10 @@ pub(crate) struct Run {
     pub(crate) requests: usize,
     /// The turn that just ended, for `prepare_next_turn` (kept only when that hook is set).
     pub(crate) last_turn: Option<TurnEndContext>,
+    /// On resume: the decisions on the calls that waited (taken after the first batch).
+    pub(crate) resumed: Option<super::resume::Resumed>,
+    /// Tools activated from the registry during the run (for a paused state).
+    pub(crate) activated: Vec<String>,
 }
 
 impl Run {
@@ -58,7 +64,10 @@ impl Run {
         for prompt in prompts {
             self.add_message(Arc::new(prompt)).await;
         }
-        self.run_turns().await;
+        let resuming = self.resumed.is_some();
+        if !resuming || self.resume_batch().await {
+            self.run_turns(!resuming).await;
+        }
         spans::record_run(&self.span, &self.new_messages);
         let messages = std::mem::take(&mut self.new_messages);
         self.emitter.emit(AgentEvent::AgentEnd { messages }).await;
@@ -98,9 +107,11 @@ impl Run {
         }
     }
 
-    async fn run_turns(&mut self) {
+    /// The turns; `first_turn`: the run's `TurnStart` was emitted already (not on resume,
+    /// whose first turn was the decided calls').
+    async fn run_turns(&mut self, first_turn: bool) {
         let mut pending = Self::poll_source(self.config.get_steering_messages.as_ref()).await;
-        let mut first_turn = true;
+        let mut first_turn = first_turn;
         loop {
             let mut has_more_tool_calls = true;
             while has_more_tool_calls || !pending.is_empty() {
@@ -138,28 +149,13 @@ impl Run {
                     .as_assistant()
                     .is_some_and(|m| m.tool_calls().next().is_some());
                 if has_calls {
-                    let outcome = {
-                        let env = BatchEnv {
-                            tools: &self.tools,
-                            config: &self.config,
-                            limits: &self.limits,
-                            signal: &self.signal,
-                            state: &self.state,
-                            emitter: &self.emitter,
-                            transcript: &self.transcript,
-                            clock: &self.clock,
-                        };
-                        execute_tool_calls(&env, &assistant).await
-                    };
-                    has_more_tool_calls = !outcome.terminate;
-                    self.activate_tools(&outcome.added_tool_names);
-                    for result in &outcome.results {
-                        self.observe(result);
+                    let (results, more, waiting) = self.run_batch(&assistant).await;
+                    has_more_tool_calls = more;
+                    tool_results = results;
+                    if !waiting.is_empty() {
+                        self.pause(assistant, tool_results, waiting).await;
+                        return;
                     }
-                    self.transcript.reserve(outcome.results.len() + 1);
-                    self.transcript.extend(outcome.results.iter().cloned());
-                    self.new_messages.extend(outcome.results.iter().cloned());
-                    tool_results = outcome.results;
                 }
 
                 // Built once, for the hooks that look at the turn (none: no transcript copy).
@@ -221,6 +217,95 @@ impl Run {
         }
     }
 
+    /// Runs the calls of `assistant` (on resume: the decided ones) and appends their results;
+    /// returns them, whether the loop goes on, and the calls that wait.
+    async fn run_batch(
+        &mut self,
+        assistant: &Arc<Message>,
+    ) -> (Vec<Arc<Message>>, bool, Vec<WaitingCall>) {
+        let outcome = {
+            let env = BatchEnv {
+                tools: &self.tools,
+                config: &self.config,
+                limits: &self.limits,
+                signal: &self.signal,
+                state: &self.state,
+                emitter: &self.emitter,
+                transcript: &self.transcript,
+                clock: &self.clock,
+                resumed: self.resumed.as_ref(),
+            };
+            execute_tool_calls(&env, assistant).await
+        };
+        self.activate_tools(&outcome.added_tool_names);
+        for result in &outcome.results {
+            self.observe(result);
+        }
+        self.transcript.reserve(outcome.results.len() + 1);
+        self.transcript.extend(outcome.results.iter().cloned());
+        self.new_messages.extend(outcome.results.iter().cloned());
+        (outcome.results, !outcome.terminate, outcome.waiting)
+    }
+
+    /// Ends the turn of `assistant` with calls that wait: emits `TurnEnd` and `RunPaused`, and
+    /// leaves the state to resume from for [`AgentStream::take_paused`](crate::AgentStream::take_paused).
+    async fn pause(
+        &mut self,
+        assistant: Arc<Message>,
+        tool_results: Vec<Arc<Message>>,
+        waiting: Vec<WaitingCall>,
+    ) {
+        self.emitter
+            .emit(AgentEvent::TurnEnd {
+                message: assistant,
+                tool_results,
+            })
+            .await;
+        let state = RunState {
+            format: RUN_STATE_FORMAT,
+            // The run ends here: the state takes the transcript (no copy).
+            system_prompt: std::mem::take(&mut self.system_prompt),
+            messages: std::mem::take(&mut self.transcript),
+            waiting: waiting.clone(),
+            activated_tools: self.activated.clone(),
+            requests: self.requests as u64,
+            decisions: Default::default(),
+            started: Default::default(),
+            finished: Default::default(),
+        };
+        self.emitter.shared().set_paused_state(state);
+        self.emitter.emit(AgentEvent::RunPaused { waiting }).await;
+    }
+
+    /// A resumed run's first step: the calls that waited, decided, run through the pipeline
+    /// (hooks, events, limits) as the turn that made them; `false` when the run ends there
+    /// (it paused again, or a result asked to stop).
+    async fn resume_batch(&mut self) -> bool {
+        let Some(assistant) = self
+            .transcript
+            .iter()
+            .rev()
+            .find(|message| message.as_assistant().is_some())
+            .cloned()
+        else {
+            return true;
+        };
+        let (tool_results, more, waiting) = self.run_batch(&assistant).await;
+        // Later batches are the model's new calls: nothing is decided for them.
+        self.resumed = None;
+        if !waiting.is_empty() {
+            self.pause(assistant, tool_results, waiting).await;
+            return false;
+        }
+        self.emitter
+            .emit(AgentEvent::TurnEnd {
+                message: assistant,
+                tool_results,
+            })
+            .await;
+        more
+    }
+
     /// Brings tools named by results' `added_tool_names` in from the registry of available tools.
     fn activate_tools(&mut self, names: &[String]) {
         for name in names {
@@ -240,6 +325,7 @@ impl Run {
                         deferral.activated(tool.as_ref());
                     }
                     Arc::make_mut(&mut self.tools).activate(tool);
+                    self.activated.push(name.clone());
                 }
                 None => tracing::warn!(
                     "a tool result added the tool `{name}`, but no available tool has that name"

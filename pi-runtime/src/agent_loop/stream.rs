@@ -12,6 +12,7 @@ use futures_util::{Stream, StreamExt};
 use super::emitter::Shared;
 use crate::event::AgentEvent;
 use crate::message::Message;
+use crate::run_state::RunState;
 
 /// The events of one run, ending with `AgentEnd` (pi's `EventStream<AgentEvent, AgentMessage[]>`).
 ///
@@ -58,6 +59,25 @@ impl AgentStream {
     /// importing a trait).
     pub async fn next_event(&mut self) -> Option<AgentEvent> {
         self.next().await
+    }
+
+    /// The state of a run that paused on calls that wait (after its `RunPaused` event), once:
+    /// decide its waiting calls and resume it. `None` while the run goes on, when it ended
+    /// without waiting, or once taken.
+    pub fn take_paused(&mut self) -> Option<RunState> {
+        self.shared.take_paused_state()
+    }
+
+    /// Runs to the end, ignoring the events; returns the messages the run added and, when it
+    /// paused, the state to resume from.
+    pub async fn outcome(mut self) -> (Vec<Arc<Message>>, Option<RunState>) {
+        let mut messages = Vec::new();
+        while let Some(event) = self.next().await {
+            if let AgentEvent::AgentEnd { messages: added } = event {
+                messages = added;
+            }
+        }
+        (messages, self.take_paused())
     }
 
     /// Runs to the end, ignoring the events, and returns the messages the run added (the

@@ -7,12 +7,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{self, Thread};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pi_tool::{Content, ToolContext, ToolResult};
-use rquickjs::context::EvalOptions;
+use rquickjs::context::{EvalOptions, intrinsic};
 use rquickjs::function::{Opt, Rest};
 use rquickjs::promise::PromiseState;
 use rquickjs::{
@@ -24,8 +24,26 @@ use tokio::sync::oneshot;
 
 use crate::CodeLimits;
 use crate::calls::{Calls, Started};
+use crate::cpu::thread_cpu_time;
 use crate::json::{JsonIntrinsics, JsonReader, NotJson};
 use crate::to_js::to_js;
+
+/// The intrinsics a script gets besides the base objects (`Object`, `Function`, `Array`,
+/// `Error`s, `Math`, `Reflect`, `Symbol`, `String`, `Number`, `BigInt`, iterators, ...):
+/// ECMAScript's, and nothing from the web platform. Not `Context::full`, which adds `atob`,
+/// `btoa`, `DOMException` and a high-resolution clock (`performance`); `Eval` is the engine's
+/// own evaluator, which the script runs through (the global `eval` is then removed).
+type EcmaScript = (
+    intrinsic::Date,
+    intrinsic::Eval,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+    intrinsic::WeakRef,
+);
 
 /// The native stack of the engine's thread: room above QuickJS's own stack cap.
 const THREAD_STACK: usize = 16 << 20;
@@ -56,24 +74,154 @@ pub(crate) struct Job {
     /// Set by the host on abort (then it unparks the thread): the interrupt handler stops the
     /// script at once, a wait for calls at its next look.
     pub(crate) abort: Arc<AtomicBool>,
+    /// The engine threads of this code tool still running: one more while this one runs.
+    pub(crate) engines: Arc<AtomicUsize>,
 }
 
-/// Why the interrupt handler stopped the script.
+/// Why the script was stopped.
 const RUNNING: u8 = 0;
 const TIMED_OUT: u8 = 1;
 const ABORTED: u8 = 2;
+const CPU_SPENT: u8 = 3;
+
+/// Between two jobs of the queue the stop flag is read; every this many jobs the clock too.
+const JOBS_PER_CLOCK_READ: u32 = 32;
+
+/// What stops a script: the time cap, the CPU cap and an abort. Polled by the engine's
+/// interrupt handler while code runs (every few thousand instructions or calls), between the
+/// jobs of the queue, and before each wait for calls; all on the engine's thread, whose CPU
+/// clock it reads. Once it has said stop it says so for good: the interrupt is uncatchable,
+/// and no further job runs.
+struct Watch {
+    abort: Arc<AtomicBool>,
+    started: Instant,
+    deadline: Instant,
+    cpu_cap: Duration,
+    /// The thread's CPU time at the start, where the system has the clock.
+    cpu_start: Option<Duration>,
+    /// Without the clock: nanoseconds spent waiting for tools (not counted as CPU time).
+    waited_nanos: AtomicU64,
+    stop: AtomicU8,
+}
+
+impl Watch {
+    /// Created on the engine's thread, when its run starts.
+    fn new(job: &Job) -> Self {
+        let started = Instant::now();
+        Watch {
+            abort: Arc::clone(&job.abort),
+            started,
+            deadline: started + job.limits.time,
+            cpu_cap: job.limits.cpu_time,
+            cpu_start: thread_cpu_time(),
+            waited_nanos: AtomicU64::new(0),
+            stop: AtomicU8::new(RUNNING),
+        }
+    }
+
+    /// Whether the script must stop now (reads the clocks).
+    fn poll(&self) -> bool {
+        if self.is_stopped() {
+            return true;
+        }
+        let reason = if Instant::now() >= self.deadline {
+            TIMED_OUT
+        } else if self.cpu_used() >= self.cpu_cap {
+            CPU_SPENT
+        } else {
+            return false;
+        };
+        // An abort that came first keeps its reason.
+        let _ = self
+            .stop
+            .compare_exchange(RUNNING, reason, Ordering::Relaxed, Ordering::Relaxed);
+        true
+    }
+
+    /// The CPU time the engine's thread has used (without the clock: the wall time it did not
+    /// wait for tools).
+    fn cpu_used(&self) -> Duration {
+        match (self.cpu_start, thread_cpu_time()) {
+            (Some(start), Some(now)) => now.saturating_sub(start),
+            _ => self.started.elapsed().saturating_sub(Duration::from_nanos(
+                self.waited_nanos.load(Ordering::Relaxed),
+            )),
+        }
+    }
+
+    /// Parks the engine's thread until a call wakes it, the time cap or an abort, and counts
+    /// the wait as no CPU time.
+    fn wait_for(&self, calls: &Calls) {
+        let parked = Instant::now();
+        calls.park_until(self.deadline);
+        if self.cpu_start.is_none() {
+            let nanos = u64::try_from(parked.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.waited_nanos.fetch_add(nanos, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a stop has been seen or the host has aborted (no clock read).
+    fn is_stopped(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) != RUNNING {
+            return true;
+        }
+        if self.abort.load(Ordering::Relaxed) {
+            let _ =
+                self.stop
+                    .compare_exchange(RUNNING, ABORTED, Ordering::Relaxed, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Why the script was stopped, if it was.
+    fn stopped(&self, limits: &CodeLimits) -> Result<(), String> {
+        self.is_stopped();
+        match self.stop.load(Ordering::Relaxed) {
+            TIMED_OUT => Err(format!(
+                "the script ran past its time cap ({} s) and was stopped",
+                limits.time.as_secs_f64()
+            )),
+            CPU_SPENT => Err(format!(
+                "the script used more than its CPU time cap ({} s) and was stopped",
+                limits.cpu_time.as_secs_f64()
+            )),
+            ABORTED => Err("the code call was aborted".into()),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// Starts the engine thread; the host unparks it on abort. It sends the outcome to `done` when
 /// the script is over; if it dies without, the sender drops and the host sees the channel close.
 pub(crate) fn spawn(job: Job, done: oneshot::Sender<Outcome>) -> std::io::Result<Thread> {
+    let running = Running::count(&job.engines);
     thread::Builder::new()
         .name("pi-codemode".into())
         .stack_size(THREAD_STACK)
         .spawn(move || {
+            let _running = running;
             let outcome = run(&job);
             let _ = done.send(outcome);
         })
         .map(|handle| handle.thread().clone())
+}
+
+/// One running engine thread in its tool's count, until dropped (when the thread ends, or when
+/// it could not start).
+struct Running(Arc<AtomicUsize>);
+
+impl Running {
+    fn count(engines: &Arc<AtomicUsize>) -> Self {
+        engines.fetch_add(1, Ordering::SeqCst);
+        Running(Arc::clone(engines))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What the bridge functions share with the driver loop.
@@ -98,11 +246,16 @@ struct Pending {
 }
 
 impl Pending {
-    /// Settles the waiting call's promise with its result.
-    fn settle(self, ctx: &Ctx<'_>, result: ToolResult) -> rquickjs::Result<()> {
+    /// Settles the waiting call's promise with its result (rejects one past `result_cap`).
+    fn settle(self, ctx: &Ctx<'_>, result: ToolResult, result_cap: usize) -> rquickjs::Result<()> {
         let resolve = self.resolve.restore(ctx)?;
         let reject = self.reject.restore(ctx)?;
-        settle(ctx, &self.name, self.structured, &resolve, &reject, result)
+        let settled = Settled {
+            tool: &self.name,
+            structured: self.structured,
+            result_cap,
+        };
+        settled.settle(ctx, &resolve, &reject, result)
     }
 }
 
@@ -119,27 +272,17 @@ fn fail(message: impl Into<String>) -> Outcome {
 fn run(job: &Job) -> Outcome {
     // For the whole run: the calls are started, polled and dropped inside the host's runtime.
     let _entered = job.runtime.enter();
-    let started = Instant::now();
-    let deadline = started + job.limits.time;
+    let watch = Arc::new(Watch::new(job));
     let Ok(runtime) = Runtime::new() else {
         return fail("the code engine could not start");
     };
     runtime.set_memory_limit(job.limits.memory_bytes);
     runtime.set_max_stack_size(job.limits.stack_bytes);
-    let stop = Arc::new(AtomicU8::new(RUNNING));
     {
-        let stop = Arc::clone(&stop);
-        let abort = Arc::clone(&job.abort);
-        runtime.set_interrupt_handler(Some(Box::new(move || {
-            if abort.load(Ordering::Relaxed) {
-                stop.store(ABORTED, Ordering::Relaxed);
-            } else if Instant::now() >= deadline {
-                stop.store(TIMED_OUT, Ordering::Relaxed);
-            }
-            stop.load(Ordering::Relaxed) != RUNNING
-        })));
+        let watch = Arc::clone(&watch);
+        runtime.set_interrupt_handler(Some(Box::new(move || watch.poll())));
     }
-    let Ok(context) = Context::full(&runtime) else {
+    let Ok(context) = Context::custom::<EcmaScript>(&runtime) else {
         return fail("the code engine could not start");
     };
     let bridge = Rc::new(RefCell::new(Bridge {
@@ -157,8 +300,7 @@ fn run(job: &Job) -> Outcome {
             job,
             bridge: &bridge,
             calls: &calls,
-            stop: &stop,
-            deadline,
+            watch: &watch,
         };
         driver.drive()
     });
@@ -189,8 +331,7 @@ struct Driver<'a, 'js> {
     job: &'a Job,
     bridge: &'a Rc<RefCell<Bridge>>,
     calls: &'a Rc<RefCell<Calls>>,
-    stop: &'a AtomicU8,
-    deadline: Instant,
+    watch: &'a Watch,
 }
 
 impl<'js> Driver<'_, 'js> {
@@ -208,8 +349,7 @@ impl<'js> Driver<'_, 'js> {
             .eval_with_options(wrapped, options)
             .map_err(|err| self.describe(err))?;
         loop {
-            while ctx.execute_pending_job() {}
-            self.stopped()?;
+            self.run_jobs()?;
             match promise.state() {
                 PromiseState::Resolved => {
                     let value: Value<'js> = promise
@@ -230,19 +370,31 @@ impl<'js> Driver<'_, 'js> {
         }
     }
 
+    /// Runs the job queue (the script's code after each `await`, promise reactions) until it is
+    /// empty, looking at the caps between jobs. A script that keeps queueing jobs (an async
+    /// function that awaits and calls itself, reactions that queue reactions) never empties the
+    /// queue: the interrupt handler stops the job that runs at the cap, and the next job would
+    /// start afresh, so the queue itself stops there.
+    fn run_jobs(&self) -> Result<(), String> {
+        let mut jobs: u32 = 0;
+        loop {
+            // The flag is one load; the clocks are read every `JOBS_PER_CLOCK_READ` jobs (the
+            // interrupt handler reads them too, while a job runs).
+            if self.watch.is_stopped()
+                || (jobs % JOBS_PER_CLOCK_READ == JOBS_PER_CLOCK_READ - 1 && self.watch.poll())
+            {
+                return self.stopped();
+            }
+            if !self.ctx.execute_pending_job() {
+                return self.stopped();
+            }
+            jobs = jobs.wrapping_add(1);
+        }
+    }
+
     /// The time cap or an abort, once the interrupt handler (or a wait) has seen it.
     fn stopped(&self) -> Result<(), String> {
-        if self.job.abort.load(Ordering::Relaxed) {
-            self.stop.store(ABORTED, Ordering::Relaxed);
-        }
-        match self.stop.load(Ordering::Relaxed) {
-            TIMED_OUT => Err(format!(
-                "the script ran past its time cap ({} s) and was stopped",
-                self.job.limits.time.as_secs_f64()
-            )),
-            ABORTED => Err("the code call was aborted".into()),
-            _ => Ok(()),
-        }
+        self.watch.stopped(&self.job.limits)
     }
 
     /// Waits for results of the calls that wait and settles their promises (every one that is
@@ -257,7 +409,7 @@ impl<'js> Driver<'_, 'js> {
                     let pending = self.bridge.borrow_mut().pending.remove(&id);
                     if let Some(pending) = pending {
                         pending
-                            .settle(&self.ctx, result)
+                            .settle(&self.ctx, result, self.job.limits.call_result_bytes)
                             .map_err(|err| self.describe(err))?;
                     }
                 }
@@ -270,12 +422,10 @@ impl<'js> Driver<'_, 'js> {
                         .into(),
                 );
             }
-            self.stopped()?;
-            if Instant::now() >= self.deadline {
-                self.stop.store(TIMED_OUT, Ordering::Relaxed);
+            if self.watch.poll() {
                 return self.stopped();
             }
-            calls.park_until(self.deadline);
+            self.watch.wait_for(&calls);
         }
     }
 
@@ -308,7 +458,12 @@ impl<'js> Driver<'_, 'js> {
             return format!("the code engine failed: {err}");
         }
         let thrown = self.ctx.catch();
-        describe_thrown(&self.ctx, thrown, self.job.limits.memory_bytes)
+        describe_thrown(
+            &self.ctx,
+            thrown,
+            self.job.limits.memory_bytes,
+            &self.job.script,
+        )
     }
 
     /// Puts `tools`, `console` and `attachImage` in place and locks the bridge down.
@@ -339,7 +494,10 @@ impl<'js> Driver<'_, 'js> {
         let bridge = Rc::clone(self.bridge);
         let calls = Rc::clone(self.calls);
         let max_calls = self.job.limits.max_calls;
+        let max_in_flight = self.job.limits.max_calls_in_flight;
         let memory_cap = self.job.limits.memory_bytes;
+        let argument_cap = self.job.limits.call_argument_bytes;
+        let result_cap = self.job.limits.call_result_bytes;
         let tool: Arc<str> = Arc::from(name);
         let function = Function::new(
             self.ctx.clone(),
@@ -349,11 +507,20 @@ impl<'js> Driver<'_, 'js> {
                 // `toJSON`) and use the bridge itself (log, call a tool).
                 let read = match arguments.0 {
                     None => Ok(None),
-                    Some(value) => json_reader(&ctx, &bridge, memory_cap)?.read(value),
+                    Some(value) => {
+                        json_reader(&ctx, &bridge, argument_cap.min(memory_cap))?.read(value)
+                    }
                 };
                 let arguments = match read {
                     Ok(arguments) => arguments.unwrap_or_else(|| Json::Object(Default::default())),
                     Err(NotJson::Thrown(err)) => return Err(err),
+                    Err(NotJson::TooLarge) if argument_cap < memory_cap => {
+                        let message = format!(
+                            "the arguments are larger than {argument_cap} bytes as JSON, the cap for one call's arguments (call_argument_bytes)"
+                        );
+                        reject_call(&ctx, &reject, &tool, &message)?;
+                        return Ok(promise);
+                    }
                     Err(other) => {
                         let message = other.message(memory_cap);
                         let message = format!("the arguments are not JSON: {message}");
@@ -369,6 +536,14 @@ impl<'js> Driver<'_, 'js> {
                         reject_call(&ctx, &reject, &tool, &message)?;
                         return Ok(promise);
                     }
+                    if state.pending.len() >= max_in_flight {
+                        drop(state);
+                        let message = format!(
+                            "{max_in_flight} tool calls are running already, the cap of calls at once (max_calls_in_flight): await some before making more"
+                        );
+                        reject_call(&ctx, &reject, &tool, &message)?;
+                        return Ok(promise);
+                    }
                     // Calls are numbered in the order they are made.
                     state.calls += 1;
                     state.calls as u64 - 1
@@ -378,7 +553,12 @@ impl<'js> Driver<'_, 'js> {
                 let started = calls.borrow().start(id, Arc::clone(&tool), arguments);
                 match started {
                     Started::Done(result) => {
-                        settle(&ctx, &tool, structured, &resolve, &reject, result)?;
+                        let settled = Settled {
+                            tool: &tool,
+                            structured,
+                            result_cap,
+                        };
+                        settled.settle(&ctx, &resolve, &reject, result)?;
                     }
                     Started::Waiting(call) => {
                         bridge.borrow_mut().pending.insert(
@@ -461,28 +641,78 @@ impl<'js> Driver<'_, 'js> {
     }
 }
 
-/// Settles a call's promise with its result: the tool's structured value (its `details`) or its
-/// text, or an `Error` naming the tool when the call failed.
-fn settle<'js>(
-    ctx: &Ctx<'js>,
-    tool: &str,
+/// How a call's promise is settled: the tool, whether its result is structured, and the cap
+/// of its result.
+struct Settled<'a> {
+    tool: &'a str,
     structured: bool,
-    resolve: &Function<'js>,
-    reject: &Function<'js>,
-    result: ToolResult,
-) -> rquickjs::Result<()> {
-    if result.is_error {
-        return reject_call(ctx, reject, tool, &result.text_content());
+    result_cap: usize,
+}
+
+impl Settled<'_> {
+    /// Settles a call's promise with its result: the tool's structured value (its `details`) or
+    /// its text, or an `Error` naming the tool when the call failed or its result is past the
+    /// cap.
+    fn settle<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        resolve: &Function<'js>,
+        reject: &Function<'js>,
+        result: ToolResult,
+    ) -> rquickjs::Result<()> {
+        let tool = self.tool;
+        if result.is_error {
+            return reject_call(ctx, reject, tool, &result.text_content());
+        }
+        let too_large = if self.structured {
+            json_larger_than(&result.details, self.result_cap)
+        } else {
+            let text: usize = result
+                .content
+                .iter()
+                .filter_map(Content::as_text)
+                .map(str::len)
+                .sum();
+            text > self.result_cap
+        };
+        if too_large {
+            let message = format!(
+                "the result is larger than {} bytes, the cap for one call's result (call_result_bytes): ask the tool for less",
+                self.result_cap
+            );
+            return reject_call(ctx, reject, tool, &message);
+        }
+        let value = if self.structured {
+            to_js(ctx, &result.details)?
+        } else if let [Content::Text { text }] = result.content.as_slice() {
+            // The usual case, without joining the texts into a new string first.
+            rquickjs::String::from_str(ctx.clone(), text)?.into_value()
+        } else {
+            rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
+        };
+        resolve.call((value,))
     }
-    let value = if structured {
-        to_js(ctx, &result.details)?
-    } else if let [Content::Text { text }] = result.content.as_slice() {
-        // The usual case, without joining the texts into a new string first.
-        rquickjs::String::from_str(ctx.clone(), text)?.into_value()
-    } else {
-        rquickjs::String::from_str(ctx.clone(), &result.text_content())?.into_value()
-    };
-    resolve.call((value,))
+}
+
+/// Whether `value` takes more than `cap` bytes as JSON text (stops writing at the cap).
+fn json_larger_than(value: &Json, cap: usize) -> bool {
+    /// Counts bytes, and fails once past the cap (which ends the writing).
+    struct Counter {
+        left: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(bytes.len())
+                .ok_or_else(|| std::io::Error::other("past the cap"))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Counter { left: cap }, value).is_err()
 }
 
 /// Rejects a call's promise with an `Error` saying `<tool>: <message>`, whose `tool` names the
@@ -531,6 +761,8 @@ const LOCKDOWN: &str = r#"(function (tools, console, attachImage) {
   }
   Object.freeze(blocked);
   delete globalThis.eval;
+  // The base objects' one host function (HTML's, not ECMAScript's).
+  delete globalThis.queueMicrotask;
   define('Function', blocked);
 })"#;
 
@@ -553,8 +785,29 @@ fn console_text<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> String {
         })
 }
 
-/// A thrown value as `the script threw at line N: Name: message`.
-fn describe_thrown<'js>(ctx: &Ctx<'js>, thrown: Value<'js>, memory_cap: usize) -> String {
+/// A thrown value as `the script threw at line N: Name: message`. `source` is the script's.
+fn describe_thrown<'js>(
+    ctx: &Ctx<'js>,
+    thrown: Value<'js>,
+    memory_cap: usize,
+    source: &str,
+) -> String {
+    let out_of_memory = format!(
+        "the script ran out of memory (the cap is {} MiB)",
+        memory_cap >> 20
+    );
+    if thrown.is_null() {
+        // What the engine throws when it cannot even make the `out of memory` error. The
+        // memory is freed again by the time the error reaches here, so it cannot be read off
+        // the heap; a script with no `throw` or `reject` cannot have thrown null itself.
+        if !source.contains("throw") && !source.contains("reject") {
+            return format!("{out_of_memory}: the engine could not even make the error");
+        }
+        return format!(
+            "the script threw null (if it did not throw null itself, it ran out of memory: the cap is {} MiB)",
+            memory_cap >> 20
+        );
+    }
     let Some(exception) = thrown.as_exception() else {
         let text = console_text(ctx, thrown);
         return format!("the script threw a value that is not an Error: {text}");
@@ -565,10 +818,7 @@ fn describe_thrown<'js>(ctx: &Ctx<'js>, thrown: Value<'js>, memory_cap: usize) -
         .map(|name| name.0)
         .unwrap_or_else(|_| "Error".into());
     if message == "out of memory" {
-        return format!(
-            "the script ran out of memory (the cap is {} MiB)",
-            memory_cap >> 20
-        );
+        return out_of_memory;
     }
     let stack = exception.stack().unwrap_or_default();
     match script_line(&stack) {

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod calls;
+mod cpu;
 mod declarations;
 mod engine;
 mod json;

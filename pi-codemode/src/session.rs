@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pi_tool::{Content, ToolContext, ToolResult};
 use serde_json::json;
@@ -21,6 +21,7 @@ pub(crate) async fn run(
     script: String,
     tools: Arc<BTreeMap<String, bool>>,
     limits: CodeLimits,
+    engines: Arc<AtomicUsize>,
     ctx: ToolContext,
 ) -> ToolResult {
     let Ok(runtime) = Handle::try_current() else {
@@ -36,7 +37,9 @@ pub(crate) async fn run(
         ctx,
         runtime,
         abort: Arc::clone(&abort),
+        engines,
     };
+    let result_bytes = job.limits.result_bytes;
     let Ok(engine) = engine::spawn(job, done) else {
         return ToolResult::error("the code engine could not start a thread");
     };
@@ -48,14 +51,15 @@ pub(crate) async fn run(
             ToolResult::error("the code call was aborted")
         }
         outcome = outcome => match outcome {
-            Ok(outcome) => answer(outcome),
+            Ok(outcome) => answer(outcome, result_bytes),
             Err(_) => ToolResult::error("the code engine stopped unexpectedly"),
         },
     }
 }
 
-/// The result the model sees: the return value as JSON, the console, the attached images.
-fn answer(outcome: Outcome) -> ToolResult {
+/// The result the model sees: the return value as JSON (at most `result_bytes` of it), the
+/// console, the attached images.
+fn answer(outcome: Outcome, result_bytes: usize) -> ToolResult {
     let Outcome {
         value,
         console,
@@ -80,13 +84,27 @@ fn answer(outcome: Outcome) -> ToolResult {
     };
     match value {
         Ok(value) => {
-            let text = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+            let mut text = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+            let details = if text.len() > result_bytes {
+                drop(value);
+                let bytes = text.len();
+                // The note first, and the whole within the cap: a host's own cut of the text
+                // (at the same size by default) leaves it alone.
+                let note = format!(
+                    "[the return value is {bytes} bytes of JSON, past the result cap of {result_bytes} bytes: only its start is shown, and the rest is not kept. Return less: a summary, a count, a slice]\n"
+                );
+                text.truncate(floor_char_boundary(
+                    &text,
+                    result_bytes.saturating_sub(note.len()),
+                ));
+                text.insert_str(0, &note);
+                json!({ "result_bytes": bytes, "result_cut": true, "console": console, "calls": calls })
+            } else {
+                json!({ "result": value, "console": console, "calls": calls })
+            };
             let mut content = vec![Content::text(with_console(text))];
             content.extend(images);
-            ToolResult::new(
-                content,
-                json!({ "result": value, "console": console, "calls": calls }),
-            )
+            ToolResult::new(content, details)
         }
         Err(message) => {
             let mut result = ToolResult::error(with_console(message));
@@ -95,4 +113,13 @@ fn answer(outcome: Outcome) -> ToolResult {
             result
         }
     }
+}
+
+/// The largest index at most `index` that is a character boundary of `text`.
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
 }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pi_tool::{
     AgentTool, BoxFuture, ToolCallers, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec,
@@ -23,6 +24,8 @@ pub struct CodeTool {
     /// Callable tools: name, and whether the result is structured (an output schema).
     tools: Arc<BTreeMap<String, bool>>,
     limits: CodeLimits,
+    /// Engine threads of this tool's calls still running.
+    engines: Arc<AtomicUsize>,
 }
 
 impl CodeTool {
@@ -70,6 +73,7 @@ impl CodeTool {
             },
             tools: Arc::new(tools),
             limits: CodeLimits::default(),
+            engines: Arc::default(),
         }
     }
 
@@ -83,6 +87,13 @@ impl CodeTool {
     /// The caps scripts run under.
     pub fn limits(&self) -> &CodeLimits {
         &self.limits
+    }
+
+    /// How many engine threads of this tool's calls are running now. A thread ends when its
+    /// script is over, and soon after an aborted call is answered (the engine stops at its next
+    /// look at the caps): a host can watch this to see that no script outlives its call.
+    pub fn running_engines(&self) -> usize {
+        self.engines.load(Ordering::SeqCst)
     }
 
     /// The tools a script may call, by name.
@@ -114,11 +125,19 @@ impl AgentTool for CodeTool {
     ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
         let tools = Arc::clone(&self.tools);
         let limits = self.limits.clone();
+        let engines = Arc::clone(&self.engines);
         Box::pin(async move {
             let Some(script) = args.get("script").and_then(Value::as_str) else {
                 return Err(ToolError::new("`script` must be a string"));
             };
-            Ok(session::run(script.to_owned(), tools, limits, ctx).await)
+            if script.len() > limits.source_bytes {
+                return Err(ToolError::new(format!(
+                    "the script is {} bytes, past the cap of {} bytes for a script (source_bytes): write a shorter one",
+                    script.len(),
+                    limits.source_bytes
+                )));
+            }
+            Ok(session::run(script.to_owned(), tools, limits, engines, ctx).await)
         })
     }
 }

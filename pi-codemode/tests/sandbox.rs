@@ -73,6 +73,15 @@ fn host(seen: &Arc<Seen>, limits: CodeLimits) -> ToolRegistry {
                 .unwrap()
         })
         .with(
+            FnTool::builder("nap", "Sleeps `ms` milliseconds.", object())
+                .build(|args: Value, _| async move {
+                    let ms = args["ms"].as_u64().unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    "rested"
+                })
+                .unwrap(),
+        )
+        .with(
             FnTool::builder("fail", "Always fails.", object())
                 .build(|_: Value, _| async { Err::<String, _>("the disk is on fire") })
                 .unwrap(),
@@ -255,6 +264,149 @@ async fn an_endless_loop_stops_at_the_time_cap() {
     )
     .await;
     assert_error(&result, "time cap");
+}
+
+/// Scripts that never end by themselves: each must be stopped at the time cap. Plain loops,
+/// script code the engine runs from native code (getters, `toJSON`, Proxy traps, sort
+/// comparators, a `then` getter while a result settles), regex backtracking, and scripts that
+/// keep the job queue full (no job runs long, the queue never empties).
+const ENDLESS: &[&str] = &[
+    "while (true) {}",
+    "for (;;) { try { while (true) {} } catch (e) {} }",
+    "return /(a+)+$/.test('a'.repeat(100) + 'b');",
+    "return { get x() { for (;;) {} } };",
+    "return { toJSON() { for (;;) {} } };",
+    "return new Proxy({}, { get() { for (;;) {} } }).x;",
+    "await tools.echo(new Proxy({}, { ownKeys() { for (;;) {} } }));",
+    "await tools.echo({ get x() { for (;;) {} } });",
+    "return [3, 2, 1].sort(() => { for (;;) {} });",
+    "Object.defineProperty(Object.prototype, 'then', { get() { for (;;) {} } }); await tools.add({a: 1, b: 2});",
+    "async function f() { await 0; return f(); } await f();",
+    "const h = () => { Promise.resolve().then(h); Promise.resolve().then(h); }; h(); await new Promise(() => {});",
+    "const loop = () => Promise.resolve().then(loop); loop(); await new Promise(() => {});",
+    "async function g() { for (;;) {} } for (;;) { try { await g(); } catch (e) {} }",
+    "for (;;) { try { await 0; } catch (e) {} }",
+    "tools.slow({}); const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});",
+];
+
+#[tokio::test]
+async fn every_endless_script_stops_at_the_time_cap() {
+    let cap = Duration::from_millis(300);
+    let runs = ENDLESS.iter().map(|script| async move {
+        let started = std::time::Instant::now();
+        // A bound far past the cap: a script the cap does not stop fails here, not hangs.
+        let (result, _) = tokio::time::timeout(
+            Duration::from_secs(60),
+            run_with(script, CodeLimits::default().time(cap)),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("not stopped: {script}"));
+        assert!(result.is_error, "{script}: {result:?}");
+        let text = result.text_content();
+        assert!(
+            text.contains("time cap (0.3 s)"),
+            "{script}: the error names the cap: {text}"
+        );
+        eprintln!("stopped after {:?}: {script}", started.elapsed());
+    });
+    futures_util::future::join_all(runs).await;
+}
+
+#[tokio::test]
+async fn a_flood_of_queued_jobs_stops_at_a_cap() {
+    // Each job queues a thousand: the queue's memory grows until the memory cap or the time cap
+    // stops it, whichever comes first.
+    let (result, _) = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_with(
+            "const h = () => { for (let i = 0; i < 1000; i++) Promise.resolve().then(h); }; h(); await new Promise(() => {});",
+            CodeLimits::default().time(Duration::from_millis(300)).memory_bytes(16 << 20),
+        ),
+    )
+    .await
+    .expect("stopped");
+    assert!(result.is_error, "{result:?}");
+    let text = result.text_content();
+    assert!(
+        text.contains("time cap") || text.contains("memory"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn an_aborted_scripts_engine_thread_ends() {
+    for script in [
+        "while (true) {}",
+        "async function f() { await 0; return f(); } await f();",
+        "const h = () => { Promise.resolve().then(h); Promise.resolve().then(h); }; h(); await new Promise(() => {});",
+    ] {
+        let seen = Arc::new(Seen::default());
+        let tools = host(&seen, CodeLimits::default().time(Duration::from_secs(600)));
+        let code = tools.get("code").unwrap();
+        let code = (code.as_ref() as &dyn std::any::Any)
+            .downcast_ref::<CodeTool>()
+            .unwrap();
+        let signal = CancellationToken::new();
+        let ctx = ToolContext::new("c1").with_signal(signal.clone());
+        let call = ToolCall::new("c1", "code", json!({ "script": script }));
+        let cancel = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(code.running_engines(), 1, "{script}");
+            signal.cancel();
+        };
+        let (result, ()) = tokio::join!(tools.run_with(&call, ctx), cancel);
+        assert_error(&result, "aborted");
+        // The call is answered at once; its engine thread ends soon after (bounded wait).
+        let waited = tokio::time::timeout(Duration::from_secs(30), async {
+            while code.running_engines() > 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "the engine thread still runs: {script}");
+    }
+}
+
+#[tokio::test]
+async fn a_huge_return_value_is_cut_and_not_kept_in_details() {
+    let (result, _) = run("return 'x'.repeat(50 * 1024 * 1024);").await;
+    assert!(!result.is_error, "{}", &result.text_content()[..200]);
+    assert!(result.details.get("result").is_none());
+    assert_eq!(result.details["result_cut"], true);
+    assert_eq!(result.details["result_bytes"], (50 << 20) + 2);
+    let kept = serde_json::to_string(&result.details).unwrap().len()
+        + result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text())
+            .map(str::len)
+            .sum::<usize>();
+    assert!(kept < (256 << 10) + 1024, "{kept} bytes kept");
+    assert!(
+        result
+            .text_content()
+            .contains("past the result cap of 262144 bytes")
+    );
+    // A value within the cap is kept whole.
+    let (result, _) = run_with(
+        "return {a: 'x'.repeat(100)};",
+        CodeLimits::default().result_bytes(200),
+    )
+    .await;
+    assert_eq!(
+        result.details["result"]["a"].as_str().map(str::len),
+        Some(100)
+    );
+    let (result, _) = run_with(
+        "return {a: 'é'.repeat(1000)};",
+        CodeLimits::default().result_bytes(1000),
+    )
+    .await;
+    assert!(result.details.get("result").is_none(), "{result:?}");
+    let text = result.text_content();
+    assert!(text.len() <= 1000, "{text}");
+    assert!(text.contains("past the result cap of 1000 bytes"), "{text}");
+    assert!(text.contains("a slice]\n{\"a\":\"éé"), "{text}");
 }
 
 #[tokio::test]
@@ -525,4 +677,203 @@ async fn arguments_that_cannot_be_json_reject_the_call_with_the_reason() {
     let (result, _) = run("return await tools.echo({ s: 'a\\ud800b' });").await;
     assert!(!result.is_error, "{result:?}");
     assert_eq!(result.details["result"], "{\"s\":\"a\u{fffd}b\"}");
+}
+
+#[tokio::test]
+async fn the_globals_are_ecmascripts_and_the_bridge() {
+    let (result, _) = run("return Object.getOwnPropertyNames(globalThis).sort();").await;
+    let globals: Vec<String> = serde_json::from_value(result.details["result"].clone()).unwrap();
+    let expected = [
+        "AggregateError",
+        "Array",
+        "ArrayBuffer",
+        "AsyncDisposableStack",
+        "Atomics",
+        "BigInt",
+        "BigInt64Array",
+        "BigUint64Array",
+        "Boolean",
+        "DataView",
+        "Date",
+        "DisposableStack",
+        "Error",
+        "EvalError",
+        "FinalizationRegistry",
+        "Float16Array",
+        "Float32Array",
+        "Float64Array",
+        "Function",
+        "Infinity",
+        "Int16Array",
+        "Int32Array",
+        "Int8Array",
+        // Not ECMAScript: the engine's own errors (out of memory, the time cap) are of this class.
+        "InternalError",
+        "Iterator",
+        "JSON",
+        "Map",
+        "Math",
+        "NaN",
+        "Number",
+        "Object",
+        "Promise",
+        "Proxy",
+        "RangeError",
+        "ReferenceError",
+        "Reflect",
+        "RegExp",
+        "Set",
+        "SharedArrayBuffer",
+        "String",
+        "SuppressedError",
+        "Symbol",
+        "SyntaxError",
+        "TypeError",
+        "URIError",
+        "Uint16Array",
+        "Uint32Array",
+        "Uint8Array",
+        "Uint8ClampedArray",
+        "WeakMap",
+        "WeakRef",
+        "WeakSet",
+        // The bridge.
+        "attachImage",
+        "console",
+        "decodeURI",
+        "decodeURIComponent",
+        "encodeURI",
+        "encodeURIComponent",
+        "escape",
+        "globalThis",
+        "isFinite",
+        "isNaN",
+        "parseFloat",
+        "parseInt",
+        "tools",
+        "undefined",
+        "unescape",
+    ];
+    assert_eq!(globals, expected);
+    let (result, _) = run(
+        "return [typeof queueMicrotask, typeof performance, typeof atob, typeof btoa, typeof DOMException, typeof eval];",
+    )
+    .await;
+    assert_eq!(
+        result.details["result"],
+        json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn memory_so_short_that_no_error_can_be_made_is_named() {
+    for script in [
+        "const a = []; while (true) a.push(a.length + 'x');",
+        "const a = []; for (;;) a.push([a.length]);",
+        "const o = {}; for (let i = 0;; i++) o['k' + i] = i;",
+    ] {
+        let (result, _) = run_with(script, CodeLimits::default().memory_bytes(8 << 20)).await;
+        assert_error(&result, "the script ran out of memory (the cap is 8 MiB)");
+    }
+    // A script that throws null itself is told what it threw, and what else it may mean.
+    let (result, _) = run("throw null;").await;
+    assert_error(&result, "the script threw null");
+}
+
+#[tokio::test]
+async fn the_cpu_cap_stops_a_busy_script_and_waits_for_tools_do_not_count() {
+    let limits = CodeLimits::default().cpu_time(Duration::from_millis(200));
+    let (result, _) = run_with("while (true) {}", limits.clone()).await;
+    assert_error(&result, "CPU time cap (0.2 s)");
+    let (result, _) = run_with(
+        "const h = () => { Promise.resolve().then(h); Promise.resolve().then(h); }; h(); await new Promise(() => {});",
+        limits.clone(),
+    )
+    .await;
+    assert_error(&result, "CPU time cap (0.2 s)");
+    // Twice the CPU cap spent waiting for a tool: the wall time cap counts it, this one not.
+    let (result, _) = run_with("return await tools.nap({ms: 400});", limits).await;
+    assert_eq!(result.text_content(), "\"rested\"", "{result:?}");
+}
+
+#[tokio::test]
+async fn a_script_past_the_source_cap_is_refused() {
+    let script = format!("return {};", "1".repeat(90));
+    assert_eq!(script.len(), 98);
+    let (result, _) = run_with(&script, CodeLimits::default().source_bytes(98)).await;
+    assert!(!result.is_error, "{result:?}");
+    let (result, _) = run_with(&script, CodeLimits::default().source_bytes(97)).await;
+    assert_error(
+        &result,
+        "the script is 98 bytes, past the cap of 97 bytes for a script (source_bytes)",
+    );
+}
+
+#[tokio::test]
+async fn a_call_past_the_argument_or_result_cap_rejects() {
+    let script = "try { await tools.echo({s: 'x'.repeat(2000)}); } catch (e) { return [e.tool, e.message]; }";
+    let (result, _) = run_with(script, CodeLimits::default().call_argument_bytes(1000)).await;
+    let message = result.details["result"][1].as_str().unwrap_or_default();
+    assert_eq!(result.details["result"][0], "echo", "{result:?}");
+    assert!(
+        message.contains(
+            "larger than 1000 bytes as JSON, the cap for one call's arguments (call_argument_bytes)"
+        ),
+        "{message}"
+    );
+    let (result, _) = run_with(script, CodeLimits::default().call_argument_bytes(3000)).await;
+    assert_eq!(
+        result.details["result"],
+        Value::Null,
+        "within the cap: {result:?}"
+    );
+
+    let (result, _) = run_with(script, CodeLimits::default().call_result_bytes(1000)).await;
+    let message = result.details["result"][1].as_str().unwrap_or_default();
+    assert!(
+        message
+            .contains("larger than 1000 bytes, the cap for one call's result (call_result_bytes)"),
+        "{message}"
+    );
+    // A structured result counts as its JSON: `{"sum":3.0}` is 11 bytes.
+    let script = "return await tools.add({a: 1, b: 2});";
+    let (result, _) = run_with(script, CodeLimits::default().call_result_bytes(10)).await;
+    assert_error(&result, "add: the result is larger than 10 bytes");
+    let (result, _) = run_with(script, CodeLimits::default().call_result_bytes(11)).await;
+    assert_eq!(result.details["result"]["sum"], 3.0, "{result:?}");
+}
+
+#[tokio::test]
+async fn calls_past_the_in_flight_cap_reject() {
+    let (result, seen) = run_with(
+        "await Promise.all([tools.slow({}), tools.slow({}), tools.slow({})]);",
+        CodeLimits::default().max_calls_in_flight(2),
+    )
+    .await;
+    assert_error(
+        &result,
+        "slow: 2 tool calls are running already, the cap of calls at once (max_calls_in_flight)",
+    );
+    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 2);
+    // Calls that finish when they are made are never in flight.
+    let (result, _) = run_with(
+        "return (await Promise.all([1, 2, 3, 4].map(() => tools.echo({})))).length;",
+        CodeLimits::default().max_calls_in_flight(1),
+    )
+    .await;
+    assert_eq!(result.text_content(), "4", "{result:?}");
+    // One waiting call at a time, in turn, is within a cap of one.
+    let (result, _) = run_with(
+        "for (let i = 0; i < 3; i++) await tools.add({a: i, b: 0, later: true}); return 'ok';",
+        CodeLimits::default().max_calls_in_flight(1),
+    )
+    .await;
+    assert_eq!(result.text_content(), "\"ok\"", "{result:?}");
 }

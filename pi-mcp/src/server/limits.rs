@@ -23,8 +23,10 @@ use std::time::Duration;
 /// - **Sessions** (the 2025-11-25 handshake; 2026-07-28 requests need none): at most
 ///   [`max_sessions`](Self::with_max_sessions) in all and
 ///   [`max_sessions_per_principal`](Self::with_max_sessions_per_principal) for one principal
-///   (the verified token's subject, else its client id; every client of a static bearer token,
-///   or of `without_auth`, is one principal). An `initialize` past a cap is answered `503`
+///   (the verified token's subject, else its client id: OAuth users, or whoever a
+///   [`TokenVerifier`](crate::TokenVerifier) names; the clients of a static bearer token or of
+///   `without_auth` are no one in particular, and only the total applies to them). An
+///   `initialize` past a cap is answered `503`
 ///   (all sessions) or `429` (this principal's), with `Retry-After`; a session ends at the
 ///   client's `DELETE`, after 5 minutes idle, or 60 s without `initialize`.
 ///

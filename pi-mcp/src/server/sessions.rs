@@ -27,10 +27,12 @@ use rmcp::transport::streamable_http_server::session::{
 
 use super::auth::VerifiedToken;
 
-/// The channel capacity of a session (rmcp's default is 16). Each session keeps a cache of this
-/// many events for its standalone stream, allocated when the session is made, and bounds its
-/// queue of client messages; a tools-only server sends no notifications there, and a request's
-/// answer has its own stream.
+/// The channel capacity of a session (rmcp's default is 16): the cache of events kept for its
+/// standalone stream, allocated when the session is made, and its queue of client messages. A
+/// tools-only server sends nothing on that stream, and each request's answer has its own. This
+/// saves little (600 bytes a session): most of a session's 100-odd KB are the first blocks of
+/// its six tokio channels, 32 slots of a 330-520 byte message each whatever the capacity (see
+/// the README's "Sessions and memory").
 const SESSION_CHANNEL_CAPACITY: usize = 4;
 
 /// `Retry-After` on a refused `initialize`, in seconds: sessions end when their clients
@@ -42,9 +44,10 @@ tokio::task_local! {
     static ADMISSION: Arc<Admission>;
 }
 
-/// One request's principal, and the cap it hit if rmcp tried to make a session for it.
+/// One request's principal (none when the token names no one), and the cap it hit if rmcp
+/// tried to make a session for it.
 struct Admission {
-    principal: Arc<str>,
+    principal: Option<Arc<str>>,
     refused: Mutex<Option<Refusal>>,
 }
 
@@ -65,7 +68,7 @@ pub(crate) struct Sessions {
 
 #[derive(Default)]
 struct Held {
-    by_id: HashMap<SessionId, Arc<str>>,
+    by_id: HashMap<SessionId, Option<Arc<str>>>,
     per_principal: HashMap<Arc<str>, usize>,
 }
 
@@ -84,24 +87,27 @@ impl Sessions {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Takes a place for `principal`'s new session, or says which cap is in the way.
-    fn take(&self, id: &SessionId, principal: Arc<str>) -> Result<(), Refusal> {
+    /// Takes a place for `principal`'s new session, or says which cap is in the way. A
+    /// session of no one in particular (a static token's, `without_auth`'s) counts in all only.
+    fn take(&self, id: &SessionId, principal: Option<Arc<str>>) -> Result<(), Refusal> {
         let mut held = self.lock();
         if held.by_id.len() >= self.max_total {
             return Err(Refusal::Total);
         }
-        let count = held.per_principal.entry(principal.clone()).or_default();
-        if *count >= self.max_per_principal {
-            return Err(Refusal::Principal);
+        if let Some(principal) = &principal {
+            let count = held.per_principal.entry(principal.clone()).or_default();
+            if *count >= self.max_per_principal {
+                return Err(Refusal::Principal);
+            }
+            *count += 1;
         }
-        *count += 1;
         held.by_id.insert(id.clone(), principal);
         Ok(())
     }
 
     fn give_back(&self, id: &SessionId) {
         let mut held = self.lock();
-        let Some(principal) = held.by_id.remove(id) else {
+        let Some(Some(principal)) = held.by_id.remove(id) else {
             return;
         };
         if let Some(count) = held.per_principal.get_mut(&principal) {
@@ -151,7 +157,7 @@ impl SessionManager for CappedSessions {
         let admission = ADMISSION.try_with(Arc::clone).ok();
         let principal = admission
             .as_ref()
-            .map_or_else(|| Arc::from(""), |admission| admission.principal.clone());
+            .and_then(|admission| admission.principal.clone());
         if let Err(refusal) = self.sessions.take(&id, principal) {
             if let Some(admission) = admission {
                 *admission
@@ -233,12 +239,11 @@ impl SessionManager for CappedSessions {
 /// `Retry-After` for an `initialize` past one, and 204 for a `DELETE` that ended a session (rmcp
 /// answers 202, which the official Python client logs as "Session termination failed: 202").
 pub(crate) async fn admit(request: Request, next: Next) -> Response {
-    let principal: Arc<str> = request
+    let principal = request
         .extensions()
         .get::<VerifiedToken>()
         .and_then(|token| token.subject.as_deref().or(token.client_id.as_deref()))
-        .unwrap_or("")
-        .into();
+        .map(Arc::from);
     let deleting = request.method() == Method::DELETE;
     let admission = Arc::new(Admission {
         principal,
@@ -292,7 +297,8 @@ mod tests {
     fn caps_count_in_all_and_per_principal_and_places_come_back() {
         let sessions = Sessions::new(3, 2);
         let id = |n: u8| SessionId::from(format!("s{n}"));
-        let (alice, bob): (Arc<str>, Arc<str>) = ("alice".into(), "bob".into());
+        let (alice, bob): (Option<Arc<str>>, Option<Arc<str>>) =
+            (Some("alice".into()), Some("bob".into()));
         assert_eq!(sessions.take(&id(1), alice.clone()), Ok(()));
         assert_eq!(sessions.take(&id(2), alice.clone()), Ok(()));
         assert_eq!(
@@ -305,5 +311,9 @@ mod tests {
         sessions.give_back(&id(1)); // twice (a DELETE, then the worker's end) counts once
         assert_eq!(sessions.len(), 2);
         assert_eq!(sessions.take(&id(4), alice), Ok(()));
+        // No one in particular: the total only.
+        assert_eq!(sessions.take(&id(5), None), Err(Refusal::Total));
+        sessions.give_back(&id(4));
+        assert_eq!(sessions.take(&id(5), None), Ok(()));
     }
 }

@@ -4,12 +4,16 @@
 //!
 //! `cargo run --release -p pi-mcp-interop --features bench --bin pi-mcp-bench [CALLS]`
 //!
+//! `pi-mcp-bench load [SESSIONS] [CALLS]` (default 200 x 50) loads pi-mcp's HTTP server with
+//! many sessions at once and measures what a session costs it (see `load.rs`).
+//!
 //! The servers: pi-mcp's is the interop tests' fixture server, which this binary builds with
 //! `cargo build` in its own profile (or, without cargo or the sources, finds beside itself);
 //! rmcp's is this binary itself (`pi-mcp-bench serve-rmcp stdio|http`); FastMCP comes from
 //! `.ci/install-test-deps`'s venv (without it that row is left out). A server that cannot be
 //! started is named in the error, and the run exits with status 1.
 
+mod load;
 mod rmcp_server;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +28,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::AsyncBufReadExt;
 
 const WARM_UP: usize = 200;
-const USAGE: &str = "usage: pi-mcp-bench [CALLS] | pi-mcp-bench serve-rmcp stdio|http";
+const USAGE: &str = "usage: pi-mcp-bench [CALLS] | pi-mcp-bench load [SESSIONS] [CALLS] | \
+                     pi-mcp-bench serve-rmcp stdio|http";
 /// How long a server may take to say where it listens.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -38,6 +43,10 @@ async fn main() -> ExitCode {
                 .await
                 .map_err(|err| format!("serve-rmcp: {err}\n{USAGE}"))
         }
+        Some("load") => match (count(args.get(1), 200), count(args.get(2), 50)) {
+            (Ok(sessions), Ok(calls)) => load_bench(sessions, calls).await,
+            (Err(err), _) | (_, Err(err)) => Err(err),
+        },
         None => bench(5000).await,
         Some(calls) => match calls.parse() {
             Ok(calls) => bench(calls).await,
@@ -51,6 +60,23 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A count given on the command line, or `default`.
+fn count(arg: Option<&String>, default: usize) -> Result<usize, String> {
+    arg.map_or(Ok(default), |arg| {
+        arg.parse()
+            .map_err(|_| format!("{arg:?} is not a count\n{USAGE}"))
+    })
+}
+
+async fn load_bench(sessions: usize, calls: usize) -> Result<(), String> {
+    let pi = Server {
+        name: "the pi-mcp server",
+        program: fixture_server()?,
+        args: Vec::new(),
+    };
+    load::run(&pi, sessions, calls).await
 }
 
 /// A server process the benchmark starts: `program args.. <transport>`.
@@ -257,6 +283,17 @@ async fn stdio(server: &Server, calls: usize) -> Result<f64, String> {
 /// Starts `server` over HTTP (it prints `listening <url>` first) and measures it.
 async fn http(server: &Server, calls: usize) -> Result<f64, String> {
     let who = server.describe("http");
+    let (mut child, url) = start_http(server).await?;
+    let rate = http_client(&url, calls)
+        .await
+        .map_err(|err| format!("{who}: {err}"))?;
+    let _ = child.kill().await;
+    Ok(rate)
+}
+
+/// Starts `server` over HTTP; it prints `listening <url>` first: the process and the URL.
+async fn start_http(server: &Server) -> Result<(tokio::process::Child, String), String> {
+    let who = server.describe("http");
     let mut child = server
         .command("http")
         .stdout(Stdio::piped())
@@ -277,11 +314,7 @@ async fn http(server: &Server, calls: usize) -> Result<f64, String> {
         .trim()
         .strip_prefix("listening ")
         .ok_or_else(|| format!("{who} printed {line:?} instead of `listening <url>`"))?;
-    let rate = http_client(url, calls)
-        .await
-        .map_err(|err| format!("{who}: {err}"))?;
-    let _ = child.kill().await;
-    Ok(rate)
+    Ok((child, url.to_owned()))
 }
 
 async fn http_client(url: &str, calls: usize) -> Result<f64, String> {

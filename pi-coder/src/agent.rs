@@ -1291,6 +1291,8 @@ pub(crate) async fn run_user_command(
         &full,
         None,
         workspace.temp_dir(),
+        // The user's own commands are not the model's: they run unconfined.
+        None,
         signal,
         |output| {
             if let Some(output) = output {

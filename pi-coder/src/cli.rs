@@ -103,6 +103,11 @@ pub struct Args {
     /// Run bash commands without asking for approval
     #[arg(short = 'y', long)]
     pub yes: bool,
+    /// The OS sandbox bash commands run in: workspace-write (the default: writes only in the
+    /// working directory and the temp dir, .git read-only, no network, no API keys), read-only,
+    /// or off (full-access; commands then need approval, or --yes)
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<pi_sandbox::SandboxMode>,
     /// Working directory of the tools (default: the current directory)
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -280,6 +285,13 @@ pub struct McpServeArgs {
     pub confine: bool,
 }
 
+/// `--sandbox`'s value.
+fn parse_sandbox(value: &str) -> Result<pi_sandbox::SandboxMode, String> {
+    pi_sandbox::SandboxMode::parse(value).ok_or_else(|| {
+        format!("`{value}` is no sandbox mode: read-only, workspace-write, or off (full-access)")
+    })
+}
+
 /// Shared standard input: prompts and approvals read lines from the same reader.
 type Input = Arc<Mutex<Lines<BufReader<Stdin>>>>;
 
@@ -452,8 +464,11 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     } else {
         tool_names(args.tools.as_deref())
     };
+    let sandbox = settings.sandbox_policy(args.sandbox, &cwd, &agent_dir)?;
+    let sandboxed = sandbox.mode() != pi_sandbox::SandboxMode::FullAccess;
     let workspace = Workspace::new(&cwd)
         .confined(args.confine)
+        .with_sandbox(sandbox)
         .with_images_supported(model.accepts_images());
     let workspace = match settings.shell_path.as_deref() {
         Some(shell) => workspace.with_shell(shell),
@@ -467,13 +482,15 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     } else {
         Tools::start(&args, &cwd, builtins, &input).await?
     };
-    let approval = if args.yes {
+    // A confined command needs no approval: the sandbox is what keeps it in bounds (and where
+    // it cannot be confined, `bash` refuses it instead of running it unconfined).
+    let approval = if args.yes || sandboxed {
         Approval::Always
     } else if interactive_terminal && mode == Mode::Text && !args.print {
         Approval::Ask(terminal_approver(Arc::clone(&input)))
     } else {
         Approval::Never(format!(
-            "Running commands needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.{}",
+            "Running commands outside the sandbox needs the user's approval, and none can be asked for here: the user can rerun pi with --yes to allow it.{}",
             ""
         ))
     };

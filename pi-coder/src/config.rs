@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use pi_sandbox::{SandboxMode, SandboxPolicy};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -36,6 +37,37 @@ pub struct Settings {
     pub shell_command_prefix: Option<String>,
     /// Say nothing at startup.
     pub quiet_startup: Option<bool>,
+    /// The sandbox of `bash` commands (ours): a mode name, or `{mode, network, allowEnv,
+    /// hideEnv}`. Read from the agent directory's settings only: a project cannot loosen it.
+    pub sandbox: Option<SandboxSetting>,
+}
+
+/// `settings.json`'s `sandbox`: `"workspace-write"`, or an object.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum SandboxSetting {
+    /// Just the mode: `read-only`, `workspace-write`, `full-access` or `off`.
+    Mode(String),
+    /// The mode and what it lets through.
+    Detailed(SandboxConfig),
+}
+
+/// `settings.json`'s `sandbox` object.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SandboxConfig {
+    /// The mode (default `workspace-write`).
+    pub mode: Option<String>,
+    /// Allow the network (default false).
+    pub network: Option<bool>,
+    /// Variables passed to commands even though they look like secrets (`GITHUB_TOKEN`).
+    pub allow_env: Option<Vec<String>>,
+    /// More variables (or `*` patterns) kept from commands (`DATABASE_URL`).
+    pub hide_env: Option<Vec<String>>,
+    /// More folders commands may write (in `workspace-write`).
+    pub writable_roots: Option<Vec<String>>,
 }
 
 /// `settings.json`'s `compaction` object.
@@ -61,9 +93,16 @@ impl Settings {
             agent_dir.join("settings.json"),
             cwd.join(".pi").join("settings.json"),
         ] {
-            let Some(Value::Object(settings)) = read_json(&path, &mut warn) else {
+            let Some(Value::Object(mut settings)) = read_json(&path, &mut warn) else {
                 continue;
             };
+            if path != agent_dir.join("settings.json") && settings.remove("sandbox").is_some() {
+                warn(format!(
+                    "{}: \"sandbox\" is ignored in a project's settings (a repository must not loosen it); set it in {} or with --sandbox",
+                    path.display(),
+                    agent_dir.join("settings.json").display()
+                ));
+            }
             for (key, value) in settings {
                 match (merged.get_mut(&key), value) {
                     (Some(Value::Object(base)), Value::Object(over)) => base.extend(over),
@@ -77,6 +116,46 @@ impl Settings {
             warn(format!("settings.json: {err}; using the defaults"));
             Settings::default()
         })
+    }
+
+    /// The sandbox for `bash`: `flag` (`--sandbox`) over the setting's mode, `workspace-write`
+    /// by default; the agent directory kept read-only where it lies in a writable root.
+    pub fn sandbox_policy(
+        &self,
+        flag: Option<SandboxMode>,
+        cwd: &Path,
+        agent_dir: &Path,
+    ) -> Result<SandboxPolicy, String> {
+        let config = match &self.sandbox {
+            None => SandboxConfig::default(),
+            Some(SandboxSetting::Mode(mode)) => SandboxConfig {
+                mode: Some(mode.clone()),
+                ..SandboxConfig::default()
+            },
+            Some(SandboxSetting::Detailed(config)) => config.clone(),
+        };
+        let setting = match config.mode.as_deref() {
+            Some(name) => Some(SandboxMode::parse(name).ok_or_else(|| {
+                format!(
+                    "pi: settings.json: \"sandbox\": `{name}` is no sandbox mode (read-only, workspace-write, off)"
+                )
+            })?),
+            None => None,
+        };
+        let mode = flag.or(setting).unwrap_or(SandboxMode::WorkspaceWrite);
+        let mut policy = SandboxPolicy::new(mode, cwd)
+            .with_network(config.network.unwrap_or(false))
+            .with_read_only_path(agent_dir);
+        for name in config.allow_env.unwrap_or_default() {
+            policy = policy.with_allowed_env(name);
+        }
+        for name in config.hide_env.unwrap_or_default() {
+            policy = policy.with_hidden_env(name);
+        }
+        for root in config.writable_roots.unwrap_or_default() {
+            policy = policy.with_writable_root(root);
+        }
+        Ok(policy)
     }
 
     /// The compaction settings (pi's defaults where unset).

@@ -27,6 +27,7 @@ pub use agent::{
 pub use compaction::{CompactionReason, CompactionResult, CompactionSettings};
 pub use events::{CompactionEnd, Observer, PiJson};
 pub use models::{ModelInfo, ModelRegistry};
+pub use pi_sandbox::{SandboxMode, SandboxPolicy};
 pub use render::Renderer;
 pub use session::{
     FORMAT_VERSION, Resumed, SavedSession, Session, SessionError, SessionFormat, SessionSummary,

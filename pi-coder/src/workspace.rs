@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
+use pi_sandbox::{SandboxMode, SandboxPolicy};
 use pi_tool::ToolError;
 use tokio::sync::OwnedMutexGuard;
 
@@ -36,6 +37,7 @@ pub struct Workspace {
     shell: Option<PathBuf>,
     temp_dir: PathBuf,
     images_supported: bool,
+    sandbox: Option<SandboxPolicy>,
     mutations: MutationQueue,
 }
 
@@ -59,6 +61,7 @@ impl Workspace {
             shell: None,
             temp_dir: std::env::temp_dir(),
             images_supported: true,
+            sandbox: None,
             mutations: MutationQueue::default(),
         }
     }
@@ -67,7 +70,8 @@ impl Workspace {
     /// that resolves outside it (through `..`, an absolute path or a symlink) is an error.
     ///
     /// `bash` still starts in the working directory, but a shell command can reach anything the
-    /// process can; confinement is not a sandbox for it (gate `bash` with approval instead).
+    /// process can; confinement is not a sandbox for it (use [`sandboxed`](Self::sandboxed), or
+    /// gate `bash` with approval).
     #[must_use]
     pub fn confined(mut self, confined: bool) -> Self {
         self.confined = confined;
@@ -87,6 +91,24 @@ impl Workspace {
     #[must_use]
     pub fn with_temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.temp_dir = dir.into();
+        self
+    }
+
+    /// Runs every `bash` command in an OS sandbox of `mode` (see the `pi-sandbox` crate):
+    /// [`SandboxMode::WorkspaceWrite`] writes only under the working directory and the temporary
+    /// directory, `.git` and `.pi` there read-only, no network, no API keys in the environment.
+    /// Where the system cannot confine a command, `bash` refuses to run it.
+    #[must_use]
+    pub fn sandboxed(self, mode: SandboxMode) -> Self {
+        let policy = SandboxPolicy::new(mode, self.cwd.clone());
+        self.with_sandbox(policy)
+    }
+
+    /// Runs every `bash` command confined by `policy` (its network, writable roots and
+    /// environment as you set them).
+    #[must_use]
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = Some(policy);
         self
     }
 
@@ -111,6 +133,11 @@ impl Workspace {
     /// The temporary directory for `bash` logs.
     pub fn temp_dir(&self) -> &Path {
         &self.temp_dir
+    }
+
+    /// The sandbox `bash` commands run in, if any.
+    pub fn sandbox(&self) -> Option<&SandboxPolicy> {
+        self.sandbox.as_ref()
     }
 
     /// Whether the model accepts images.

@@ -48,6 +48,9 @@ fn approval_questions_follow_their_call_and_durations_leave_out_the_wait() {
             "--model",
             "fake",
             "--no-session",
+            // Outside the sandbox commands need approval (inside it they do not).
+            "--sandbox",
+            "off",
             "--cwd",
         ])
         .arg(dir.path())

@@ -48,6 +48,7 @@ fn help_lists_the_modes_and_options() {
         "--mcp",
         "--no-mcp-config",
         "--mcp-tools-direct",
+        "--sandbox",
     ] {
         assert!(help.contains(option), "{option} missing from:\n{help}");
     }
@@ -142,7 +143,7 @@ fn without_yes_and_without_a_terminal_a_command_stops_pi_with_code_3() {
     let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
     let dir = tempfile::tempdir().unwrap();
     let output = pi_on(&server.address, dir.path())
-        .args(["--no-session", "-p", "run it"])
+        .args(["--sandbox", "off", "--no-session", "-p", "run it"])
         .output()
         .expect("run pi");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -158,6 +159,37 @@ fn without_yes_and_without_a_terminal_a_command_stops_pi_with_code_3() {
     assert!(stderr.contains("Rerun with --yes"), "{stderr}");
     // The run stopped at the refusal: the model was not asked again.
     assert_eq!(server.seen().len(), 1);
+}
+
+#[test]
+fn in_the_default_sandbox_commands_run_without_approval_and_stay_in_the_workspace() {
+    // Outside the temporary directory (which the sandbox may write), as a user's home is.
+    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let outside = tempfile::tempdir_in(base).unwrap();
+    let command = format!(
+        "touch created-by-pi; touch {}/escaped; echo $ANTHROPIC_API_KEY",
+        outside.path().display()
+    );
+    let server = FakeServer::start(Script::new(&[command.as_str()]));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let output = pi_on(&server.address, dir.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-not-for-commands")
+        .args(["--no-session", "-p", "run it"])
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // No approval was needed (no exit 3): the command ran, confined.
+    assert!(output.status.success(), "{stderr}");
+    assert!(dir.path().join("created-by-pi").exists(), "{stderr}");
+    assert!(!outside.path().join("escaped").exists(), "{stderr}");
+    assert!(!stderr.contains("sk-ant-not-for-commands"), "{stderr}");
+    // A mode that is no mode is refused before anything runs.
+    let output = pi_on(&server.address, dir.path())
+        .args(["--sandbox", "on", "-p", "hi"])
+        .output()
+        .expect("run pi");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no sandbox mode"));
 }
 
 #[test]
@@ -268,7 +300,7 @@ fn project_mcp_servers_start_only_with_consent_and_a_failing_server_is_left_out(
         let mut command = pi_on(&server, dir.path());
         command
             .env("HOME", home.path())
-            .args(["--no-session", "-p", "run it"])
+            .args(["--sandbox", "off", "--no-session", "-p", "run it"])
             .args(["--mcp", "gone=/nonexistent/server --flag"]);
         if yes {
             command.arg("--yes");

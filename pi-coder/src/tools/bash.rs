@@ -2,11 +2,13 @@
 //! streamed updates, a timeout, and abort that kills the whole group.
 
 use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
+use pi_sandbox::{Sandbox, SandboxError, SandboxPolicy};
 use pi_tool::{Content, State, ToolContext, ToolError, ToolResult, tool};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -54,6 +56,7 @@ pub async fn bash(
         &command,
         timeout,
         workspace.temp_dir(),
+        workspace.sandbox(),
         ctx.signal(),
         |output| match output {
             Some(output) => send_update(&ctx, output),
@@ -104,13 +107,16 @@ pub(crate) struct Ran {
 /// merged in arrival order, `on_update` called once with `None` when the command started, then
 /// with the output so far at most every 100 ms, the
 /// whole group killed on timeout or when `signal` fires. Shared by the `bash` tool and the
-/// user's `!` commands.
+/// user's `!` commands. In a `sandbox`, the command is confined, refused when it cannot be, and
+/// whatever it leaves running is killed when it ends.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_command(
     shell: &std::path::Path,
     cwd: &std::path::Path,
     command: &str,
     timeout: Option<f64>,
     temp_dir: &std::path::Path,
+    sandbox: Option<&SandboxPolicy>,
     signal: &pi_tool::CancellationToken,
     mut on_update: impl FnMut(Option<&OutputTail>),
 ) -> Result<Ran, ToolError> {
@@ -122,8 +128,14 @@ pub(crate) async fn run_command(
     }
     let (reader, writer) = std::io::pipe()?;
     let writer_for_stderr = writer.try_clone()?;
+    let mut sandbox = sandbox
+        .map(|policy| Sandbox::new(policy).map_err(refused))
+        .transpose()?;
     let mut child = {
-        let mut cmd = tokio::process::Command::new(shell);
+        let mut cmd = match &mut sandbox {
+            Some(sandbox) => sandbox.command(shell).map_err(refused)?,
+            None => std::process::Command::new(shell),
+        };
         cmd.arg("-c")
             .arg(command)
             .current_dir(cwd)
@@ -131,8 +143,14 @@ pub(crate) async fn run_command(
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(writer_for_stderr))
             .process_group(0);
-        cmd.spawn()
-            .map_err(|err| ToolError::new(format!("Failed to start {}: {err}", shell.display())))?
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.spawn().map_err(|err| match &sandbox {
+            Some(_) => ToolError::new(format!(
+                "Failed to start {} in the sandbox: {err}{OPT_OUT}",
+                shell.display()
+            )),
+            None => ToolError::new(format!("Failed to start {}: {err}", shell.display())),
+        })?
         // `cmd` drops here, closing our copies of the pipe's write end.
     };
     let pid = child
@@ -198,6 +216,13 @@ pub(crate) async fn run_command(
         }
     }
     output.finish().await;
+    if let Some(sandbox) = &sandbox {
+        // Nothing a sandboxed command started outlives it: its process group, and (with a
+        // cgroup) every process it made, wherever it went.
+        kill_group(pid);
+        sandbox.kill_remaining();
+        group.armed = false;
+    }
     if dirty {
         on_update(Some(&output));
     }
@@ -206,6 +231,14 @@ pub(crate) async fn run_command(
         snapshot: output.snapshot(),
         log_error: output.log_error().map(str::to_owned),
     })
+}
+
+/// How a user opts out of the sandbox, after every refusal.
+const OPT_OUT: &str = ". The command was not run. To run commands without the sandbox, start pi with `--sandbox off` (or set \"sandbox\": \"off\" in settings.json).";
+
+/// A sandbox that cannot be set up: the command is refused, never run unconfined.
+fn refused(err: SandboxError) -> ToolError {
+    ToolError::new(format!("{err}{OPT_OUT}"))
 }
 
 fn send_update(ctx: &ToolContext, output: &OutputTail) {

@@ -272,3 +272,68 @@ async fn dropping_a_running_call_kills_its_process_group() {
         "child {pid} outlived the dropped call"
     );
 }
+
+/// A project whose `bash` runs in the `workspace-write` sandbox, and a folder outside it (and
+/// outside the temporary directory, which the sandbox may write).
+fn sandboxed_project() -> (tempfile::TempDir, tempfile::TempDir, pi_tool::ToolRegistry) {
+    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let outside = tempfile::tempdir_in(base).unwrap();
+    let tools = coding_tools(
+        Workspace::new(dir.path())
+            .with_temp_dir(dir.path())
+            .sandboxed(pi_coder::SandboxMode::WorkspaceWrite),
+    );
+    (dir, outside, tools)
+}
+
+#[tokio::test]
+async fn sandboxed_commands_write_in_the_workspace_only() {
+    let (dir, outside, tools) = sandboxed_project();
+    let command = format!(
+        "echo in > inside.txt; echo out > {}/outside.txt; cat inside.txt",
+        outside.path().display()
+    );
+    let result = call(&tools, "bash", json!({ "command": command })).await;
+    let text = ok_text(&result);
+    assert!(
+        text.contains("Permission denied") && text.ends_with("in\n"),
+        "{text}"
+    );
+    assert!(dir.path().join("inside.txt").exists());
+    assert!(!outside.path().join("outside.txt").exists());
+    // Control: the same command, unconfined, writes there.
+    let (_plain, tools) = project();
+    let result = call(&tools, "bash", json!({ "command": command })).await;
+    ok_text(&result);
+    assert!(outside.path().join("outside.txt").exists());
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_leaves_nothing_running() {
+    let (dir, _outside, tools) = sandboxed_project();
+    let command = "sleep 60 & echo $! > child.pid";
+    let result = call(&tools, "bash", json!({ "command": command })).await;
+    assert_eq!(ok_text(&result), "(no output)");
+    let pid: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_until_dead(pid).await, "child {pid} outlived the call");
+}
+
+#[tokio::test]
+async fn a_sandbox_that_cannot_be_set_up_refuses_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    // The policy's writable root does not exist: the sandbox cannot be made.
+    let policy = pi_coder::SandboxPolicy::workspace_write(dir.path().join("gone"));
+    let tools = coding_tools(Workspace::new(dir.path()).with_sandbox(policy));
+    let result = call(&tools, "bash", json!({"command": "touch ran"})).await;
+    let text = err_text(&result);
+    assert!(
+        text.contains("The command was not run") && text.contains("--sandbox off"),
+        "{text}"
+    );
+    assert!(!dir.path().join("ran").exists());
+}

@@ -7,6 +7,7 @@ Over HTTP the client sends `Authorization: Bearer $PI_MCP_TOKEN` through its HTT
 """
 
 import asyncio
+import logging
 import os
 import sys
 
@@ -19,6 +20,21 @@ EXPECTED_TOOLS = [
     "add", "cancelled_calls", "count_steps", "echo", "explode", "fail",
     "most_overlap", "one_at_a_time", "one_at_a_time_runs", "pixel", "wait_for_cancel",
 ]
+
+
+class Warnings(logging.Handler):
+    """The transport's warnings: a session's DELETE answered other than 200 or 204 is one."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+TRANSPORT_WARNINGS = Warnings()
+logging.getLogger("mcp.client.streamable_http").addHandler(TRANSPORT_WARNINGS)
 
 
 def text_of(result):
@@ -50,6 +66,7 @@ async def main(transport, target, mode):
     async with http_client(transport, target, token) as http:
         url = "http://localhost/mcp" if transport == "unix" else target
         await run(streamable_http_client(url, http_client=http), transport, mode)
+    check(not TRANSPORT_WARNINGS.messages, f"the transport warned: {TRANSPORT_WARNINGS.messages}")
 
 
 def http_client(transport, target, token):

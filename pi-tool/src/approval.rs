@@ -100,6 +100,9 @@ impl AgentTool for ApprovalRequired {
     fn input_examples(&self) -> &[Value] {
         self.0.input_examples()
     }
+    fn keywords(&self) -> &[String] {
+        self.0.keywords()
+    }
     fn eager_input_streaming(&self) -> bool {
         self.0.eager_input_streaming()
     }

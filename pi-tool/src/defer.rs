@@ -60,6 +60,9 @@ impl AgentTool for Deferred {
     fn deferred(&self) -> bool {
         true
     }
+    fn keywords(&self) -> &[String] {
+        self.0.keywords()
+    }
     fn callers(&self) -> ToolCallers {
         self.0.callers()
     }

@@ -67,6 +67,7 @@ pub struct FnTool {
     output_schema: Option<Arc<Value>>,
     deferred: bool,
     examples: Arc<[Value]>,
+    keywords: Arc<[String]>,
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
@@ -129,6 +130,7 @@ impl FnTool {
             deny_unknown_fields: false,
             deferred: false,
             examples: Vec::new(),
+            keywords: Vec::new(),
             eager_input_streaming: false,
             callers: ToolCallers::Both,
             replay: None,
@@ -190,6 +192,7 @@ pub struct FnToolBuilder {
     deny_unknown_fields: bool,
     deferred: bool,
     examples: Vec<Value>,
+    keywords: Vec<String>,
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
@@ -290,6 +293,30 @@ impl FnToolBuilder {
         self
     }
 
+    /// Adds words the built-in tool search finds the tool by (see [`AgentTool::keywords`]);
+    /// never sent to the model.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pi_tool::{AgentTool, FnTool, ToolSearch};
+    /// use serde_json::json;
+    ///
+    /// let issue = FnTool::builder("create_issue", "Open an issue in a repository.", json!({"type": "object"}))
+    ///     .keywords(["ticket", "bug report"])
+    ///     .build(|_, _| async { "opened" })?;
+    /// let tools: Vec<Arc<dyn AgentTool>> = vec![Arc::new(issue)];
+    /// assert_eq!(ToolSearch::new(&tools).search("file a ticket", 5)[0].name, "create_issue");
+    /// # Ok::<(), pi_tool::RegistryError>(())
+    /// ```
+    pub fn keywords<I, S>(mut self, keywords: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keywords.extend(keywords.into_iter().map(Into::into));
+        self
+    }
+
     /// Lets the API stream the arguments unbuffered (see
     /// [`AgentTool::eager_input_streaming`]).
     pub fn eager_input_streaming(mut self) -> Self {
@@ -385,6 +412,7 @@ impl FnToolBuilder {
             output_schema: self.output_schema.map(Arc::new),
             deferred: self.deferred,
             examples: self.examples.into(),
+            keywords: self.keywords.into(),
             eager_input_streaming: self.eager_input_streaming,
             callers: self.callers,
             replay: self.replay,
@@ -486,6 +514,10 @@ impl AgentTool for FnTool {
 
     fn input_examples(&self) -> &[Value] {
         &self.examples
+    }
+
+    fn keywords(&self) -> &[String] {
+        &self.keywords
     }
 
     fn eager_input_streaming(&self) -> bool {

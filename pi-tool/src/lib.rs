@@ -75,8 +75,8 @@ pub use spec::{ExecutionMode, ToolCall, ToolSpec};
 pub use timer::Deadline;
 pub use tool::{AgentTool, BoxFuture};
 pub use tool_search::{
-    DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_SEARCH_LIMIT, SearchMatch, TOOL_SEARCH_NAME,
-    ToolSearch, loaded_by_search,
+    DEFAULT_SEARCH_LIMIT, MAX_QUERY_BYTES, MAX_SEARCH_LIMIT, RankQuery, Ranked, SearchMatch,
+    TOOL_SEARCH_NAME, ToolRanker, ToolSearch, loaded_by_search,
 };
 pub use validate::{ArgumentValidator, validate_arguments, validate_borrowed, validate_owned};
 

@@ -87,6 +87,14 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
         &[]
     }
 
+    /// Words the built-in tool search ([`ToolSearch`](crate::ToolSearch)) finds the tool by
+    /// besides its name, description and parameters (what users call it: "ticket" for an
+    /// issue tracker's `create_issue`). Never sent to the model. `#[tool(keywords = [..])]` and
+    /// [`FnToolBuilder::keywords`](crate::FnToolBuilder::keywords) set them. Default none.
+    fn keywords(&self) -> &[String] {
+        &[]
+    }
+
     /// Whether the API may stream this tool's arguments without buffering and checking them
     /// first (Anthropic's `eager_input_streaming`): long arguments start arriving sooner, but a
     /// cut response can leave them invalid JSON (the loop answers that as any bad call). Default

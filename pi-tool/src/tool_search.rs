@@ -1,11 +1,15 @@
 //! `tool_search`: the built-in tool a model calls to find deferred tools by what they do. It
-//! ranks them with BM25 over their names, descriptions, parameter names and parameter
-//! descriptions, answers the best matches with their descriptions, and loads them (the agent
-//! loop sends their schemas from the next request on).
+//! ranks them with BM25 over their weighted fields (name, keywords, description, parameters),
+//! a whole-name match first, answers the best matches with their descriptions, and loads them
+//! (the agent loop sends their schemas from the next request on).
 
 mod bm25;
+mod document;
+mod ranker;
+mod synonyms;
 mod terms;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,6 +18,8 @@ use serde_json::{Value, json};
 
 use crate::{AgentTool, BoxFuture, ToolContext, ToolError, ToolResult, ToolSpec};
 use bm25::Bm25;
+pub use ranker::{RankQuery, Ranked, ToolRanker};
+use terms::Analyzer;
 
 /// The name of the built-in search tool. When a tool of the run is already called so, the agent
 /// loop offers the search as [`ToolSearch::FALLBACK_NAME`] (then `pi_tool_search_2`, ...): a
@@ -30,8 +36,9 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 /// The most matches one search may ask for.
 pub const MAX_SEARCH_LIMIT: usize = 20;
 
-/// A tool's name weighs this many times as much as a word of its description.
-const NAME_WEIGHT: u32 = 3;
+/// A name of more terms than this is never matched whole (no tool name is that long; it
+/// bounds the query's windows).
+const MAX_NAME_TERMS: usize = 8;
 
 /// Longest description (in characters) quoted in a search result.
 const DESCRIPTION_CHARS: usize = 300;
@@ -64,13 +71,16 @@ const DESCRIPTION_CHARS: usize = 300;
 pub struct ToolSearch {
     spec: Arc<ToolSpec>,
     inner: Arc<Index>,
+    ranker: Option<Arc<dyn ToolRanker>>,
 }
 
 /// The indexed tools, sorted by name (a document's id is its position).
 struct Index {
-    names: Vec<String>,
-    descriptions: Vec<String>,
+    specs: Vec<ToolSpec>,
     bm25: Bm25,
+    /// A name's terms joined by spaces -> the tools of that name (`delet draft` ->
+    /// `delete_draft`, `deleteDraft`).
+    whole_names: HashMap<String, Vec<u32>>,
 }
 
 /// One search result.
@@ -80,7 +90,9 @@ pub struct SearchMatch {
     pub name: String,
     /// The tool's description.
     pub description: String,
-    /// Its BM25 score (higher is better).
+    /// Its score (higher is better): BM25 for the built-in ranking (a tool whose whole name
+    /// is in the query ranks above the others whatever their scores), the ranker's own with
+    /// [`ToolSearch::with_ranker`].
     pub score: f32,
 }
 
@@ -101,18 +113,64 @@ impl ToolSearch {
     where
         I: IntoIterator<Item = &'a Arc<dyn AgentTool>>,
     {
-        let mut specs: Vec<&ToolSpec> = tools.into_iter().map(|tool| tool.spec()).collect();
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
-        specs.dedup_by(|a, b| a.name == b.name);
+        let mut tools: Vec<&Arc<dyn AgentTool>> = tools.into_iter().collect();
+        tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
+        tools.dedup_by(|a, b| a.spec().name == b.spec().name);
+        let mut analyzer = Analyzer::new();
+        let mut whole_names: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut documents = Vec::with_capacity(tools.len());
+        for (doc, tool) in tools.iter().enumerate() {
+            let (terms, name) = document::document(tool.spec(), tool.keywords(), &mut analyzer);
+            if (1..=MAX_NAME_TERMS).contains(&name.len()) {
+                whole_names
+                    .entry(name.join(" "))
+                    .or_default()
+                    .push(doc as u32);
+            }
+            documents.push(terms);
+        }
         let index = Index {
-            names: specs.iter().map(|spec| spec.name.clone()).collect(),
-            descriptions: specs.iter().map(|spec| spec.description.clone()).collect(),
-            bm25: Bm25::build(specs.iter().map(|spec| document(spec))),
+            specs: tools.iter().map(|tool| tool.spec().clone()).collect(),
+            bm25: Bm25::build(documents, &document::FIELD_WEIGHTS),
+            whole_names,
         };
         ToolSearch {
             spec: Arc::new(search_spec()),
             inner: Arc::new(index),
+            ranker: None,
         }
+    }
+
+    /// The same search ranking with `ranker`, an application's own (an embedding model, usage
+    /// counts): it is given the query, the indexed tools and the built-in ranking, and answers
+    /// the tools to load, best first. The index is shared.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pi_tool::{tool_fn, AgentTool, RankQuery, ToolSearch};
+    /// use serde_json::json;
+    ///
+    /// let tools: Vec<Arc<dyn AgentTool>> = ["read_file", "write_file"]
+    ///     .into_iter()
+    ///     .map(|name| Arc::new(tool_fn(name, "A file tool.", json!({"type": "object"}), |_, _| async { "" }).unwrap()) as Arc<dyn AgentTool>)
+    ///     .collect();
+    /// // Writing is what this application's users mostly mean: it goes first.
+    /// let search = ToolSearch::new(&tools).with_ranker(|query: &RankQuery<'_>| {
+    ///     let mut ranked = query.lexical(query.tools().len());
+    ///     for hit in &mut ranked {
+    ///         if query.tools()[hit.index].name == "write_file" {
+    ///             hit.score += 100.0;
+    ///         }
+    ///     }
+    ///     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+    ///     ranked
+    /// });
+    /// assert_eq!(search.search("file", 2)[0].name, "write_file");
+    /// ```
+    #[must_use]
+    pub fn with_ranker(mut self, ranker: impl ToolRanker) -> Self {
+        self.ranker = Some(Arc::new(ranker));
+        self
     }
 
     /// The same search offered under another name: the agent loop names it so when a tool of
@@ -137,33 +195,51 @@ impl ToolSearch {
 
     /// How many tools are indexed.
     pub fn len(&self) -> usize {
-        self.inner.names.len()
+        self.inner.specs.len()
     }
 
     /// Whether no tool is indexed.
     pub fn is_empty(&self) -> bool {
-        self.inner.names.is_empty()
+        self.inner.specs.is_empty()
     }
 
     /// Whether a tool of this name is indexed.
     pub fn contains(&self, name: &str) -> bool {
         self.inner
-            .names
-            .binary_search_by(|probe| probe.as_str().cmp(name))
+            .specs
+            .binary_search_by(|probe| probe.name.as_str().cmp(name))
             .is_ok()
     }
 
     /// The `limit` best matches for `query`, best first (fewer when fewer match).
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchMatch> {
-        let query_terms = terms::terms(query);
-        self.inner
-            .bm25
-            .search(&query_terms, limit)
+        let ranked = match &self.ranker {
+            None => self.inner.lexical(query, limit),
+            Some(ranker) => {
+                let lexical = |limit: usize| self.inner.lexical(query, limit);
+                let mut ranked = ranker.rank(&RankQuery {
+                    text: query,
+                    limit,
+                    tools: &self.inner.specs,
+                    lexical: &lexical,
+                });
+                let mut seen = vec![false; self.inner.specs.len()];
+                ranked.retain(|hit| {
+                    hit.index < seen.len() && !std::mem::replace(&mut seen[hit.index], true)
+                });
+                ranked.truncate(limit);
+                ranked
+            }
+        };
+        ranked
             .into_iter()
-            .map(|(doc, score)| SearchMatch {
-                name: self.inner.names[doc as usize].clone(),
-                description: self.inner.descriptions[doc as usize].clone(),
-                score,
+            .map(|hit| {
+                let spec = &self.inner.specs[hit.index];
+                SearchMatch {
+                    name: spec.name.clone(),
+                    description: spec.description.clone(),
+                    score: hit.score,
+                }
             })
             .collect()
     }
@@ -220,6 +296,30 @@ impl ToolSearch {
     }
 }
 
+impl Index {
+    /// The built-in ranking: BM25 over the query's terms, a tool whose whole name is in the
+    /// query first (by the length of that name, so `search_hotels` before `search`).
+    fn lexical(&self, query: &str, limit: usize) -> Vec<Ranked> {
+        let terms = terms::terms(query);
+        let mut tiers: Vec<(u32, u32)> = Vec::new();
+        for size in 1..=MAX_NAME_TERMS.min(terms.len()) {
+            for window in terms.windows(size) {
+                if let Some(docs) = self.whole_names.get(&window.join(" ")) {
+                    tiers.extend(docs.iter().map(|&doc| (doc, size as u32)));
+                }
+            }
+        }
+        tiers.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        tiers.dedup_by_key(|(doc, _)| *doc);
+        let weighted = synonyms::expand(terms, &self.bm25);
+        self.bm25
+            .search(&weighted, &tiers, limit)
+            .into_iter()
+            .map(|hit| Ranked::new(hit.doc as usize, hit.score))
+            .collect()
+    }
+}
+
 /// The names a `tool_search` result loaded, read from its details (what [`ToolSearch`] writes:
 /// `{"tools": [names]}`); empty for any other shape. The agent loop calls it on each
 /// `tool_search` result of the transcript.
@@ -256,37 +356,6 @@ fn search_spec() -> ToolSpec {
             },
             "required": ["query"]
         }),
-    }
-}
-
-/// A tool's weighted terms: its name (×[`NAME_WEIGHT`]), description, parameter names and
-/// parameter descriptions (nested object properties included, a few levels deep).
-fn document(spec: &ToolSpec) -> Vec<(String, u32)> {
-    let mut out: Vec<(String, u32)> = terms::terms(&spec.name)
-        .into_iter()
-        .map(|t| (t, NAME_WEIGHT))
-        .collect();
-    out.extend(terms::terms(&spec.description).into_iter().map(|t| (t, 1)));
-    parameter_terms(&spec.parameters, 0, &mut out);
-    out
-}
-
-fn parameter_terms(schema: &Value, depth: usize, out: &mut Vec<(String, u32)>) {
-    if depth > 3 {
-        return;
-    }
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (name, property) in properties {
-        out.extend(terms::terms(name).into_iter().map(|t| (t, 1)));
-        if let Some(description) = property.get("description").and_then(Value::as_str) {
-            out.extend(terms::terms(description).into_iter().map(|t| (t, 1)));
-        }
-        parameter_terms(property, depth + 1, out);
-        if let Some(items) = property.get("items") {
-            parameter_terms(items, depth + 1, out);
-        }
     }
 }
 
@@ -333,7 +402,8 @@ impl AgentTool for ToolSearch {
 impl fmt::Debug for ToolSearch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolSearch")
-            .field("tools", &self.inner.names.len())
+            .field("tools", &self.inner.specs.len())
+            .field("own_ranker", &self.ranker.is_some())
             .finish_non_exhaustive()
     }
 }

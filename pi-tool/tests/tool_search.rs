@@ -25,8 +25,13 @@ fn tools(servers: usize) -> Vec<Arc<dyn AgentTool>> {
         .collect()
 }
 
+/// A regression guard on the project's own generated catalog. Its queries were written against
+/// the first ranker (48 of 50 then); since issue 33 the ranking is measured on a public set of
+/// real tools and human-checked questions (`cargo bench -p pi-tool --bench retrieval`, see the
+/// README), where it went from 58% to 62% in the top 5, and this catalog, whose ten tools per
+/// resource differ by one verb, finds 44 of 50.
 #[test]
-fn the_expected_tool_is_in_the_top_five_for_nine_queries_in_ten() {
+fn the_expected_tool_is_in_the_top_five_for_most_queries() {
     let tools = tools(10);
     assert_eq!(tools.len(), 1_000);
     let search = ToolSearch::new(&tools);
@@ -47,7 +52,7 @@ fn the_expected_tool_is_in_the_top_five_for_nine_queries_in_ten() {
         catalog::QUERIES.len()
     );
     assert!(
-        hits * 10 >= catalog::QUERIES.len() * 9,
+        hits * 100 >= catalog::QUERIES.len() * 86,
         "only {hits}/{} in the top 5; misses:\n{}",
         catalog::QUERIES.len(),
         misses.join("\n")

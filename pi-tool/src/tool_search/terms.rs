@@ -1,22 +1,199 @@
-//! Text to search terms: identifiers split into words (`get_weather`, `getWeather`,
-//! `HTTPServer`), lowercased, common English words dropped, and a light suffix stripping so
-//! that `files` finds `file` and `created` finds `create`.
+//! Text to search terms, alike for tools and queries: Unicode forms equated (NFKC), identifiers
+//! split into words (`get_weather`, `getWeather`, `HTTPServer`), Chinese and Japanese text cut
+//! into overlapping two-character terms, lowercased, common English function words dropped,
+//! and English words reduced to their stem by the Snowball (Porter 2) stemmer, so that `files`
+//! finds `file` and `created` finds `create`.
 
-/// Words too common in tool descriptions to tell tools apart (BM25's idf would weigh them near
-/// zero anyway; dropping them keeps postings short).
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
+
+/// English function words, dropped from tools and queries: NLTK's English stop-word list
+/// (`nltk_data/corpora/stopwords/english`, single words) less the words that tell actions apart
+/// in tool names (`up`/`down`, `in`/`out`, `on`/`off`, `before`/`after`, `all`, `no`, `not`,
+/// ...). Questions are sentences ("can you show me my ..."): without this, their function
+/// words match descriptions written in sentences too.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it",
-    "its", "of", "on", "or", "the", "this", "that", "to", "with",
+    "a",
+    "about",
+    "am",
+    "an",
+    "and",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "being",
+    "but",
+    "by",
+    "can",
+    "could",
+    "d",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "m",
+    "ma",
+    "me",
+    "my",
+    "myself",
+    "now",
+    "o",
+    "of",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "re",
+    "s",
+    "she",
+    "should",
+    "so",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "too",
+    "ve",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "y",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
-/// The terms of `text`, in order, with repeats (term frequency counts them).
-///
-/// Splits on anything not alphanumeric, then at camelCase boundaries: `getHTTPResponse` ->
-/// `get`, `HTTP`, `Response`. Digits stay with the letters before them (`s3`, `ec2`). One
-/// allocation per term (its lowercase form), none for the splitting.
-pub(crate) fn terms(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for part in text.split(|c: char| !c.is_alphanumeric()) {
+/// Turns text into terms. It keeps the stem of each word it has seen, so indexing many tools
+/// stems each distinct word once.
+pub(crate) struct Analyzer {
+    stemmer: Stemmer,
+    /// Lowercased word -> its term (`None`: a stop word).
+    seen: HashMap<String, Option<String>>,
+}
+
+impl Analyzer {
+    pub(crate) fn new() -> Self {
+        Analyzer {
+            stemmer: Stemmer::create(Algorithm::English),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The terms of `text`, in order, with repeats (term frequency counts them), appended to
+    /// `out`.
+    ///
+    /// Splits on anything not alphanumeric, then at camelCase boundaries: `getHTTPResponse` ->
+    /// `get`, `HTTP`, `Response`. Digits stay with the letters before them (`s3`, `ec2`). A run
+    /// of Han, Hiragana or Katakana characters (written without spaces) becomes its
+    /// overlapping pairs (`天气预报` -> `天气`, `气预`, `预报`), as Lucene's CJK analyzer does;
+    /// one such character alone is its own term.
+    pub(crate) fn terms_into(&mut self, text: &str, out: &mut Vec<String>) {
+        let text: Cow<'_, str> = if text.is_ascii() {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(text.nfkc().collect())
+        };
+        for part in text.split(|c: char| !c.is_alphanumeric()) {
+            if part.is_ascii() {
+                self.split_identifier(part, out);
+                continue;
+            }
+            // Runs of CJK and of other characters, in turn.
+            let mut start = 0;
+            let mut in_cjk = None;
+            for (at, c) in part.char_indices() {
+                let cjk = is_cjk(c);
+                if in_cjk.is_some_and(|was| was != cjk) {
+                    self.run(&part[start..at], !cjk, out);
+                    start = at;
+                }
+                in_cjk = Some(cjk);
+            }
+            self.run(&part[start..], in_cjk == Some(true), out);
+        }
+    }
+
+    /// The terms of `text` (see [`terms_into`](Self::terms_into)).
+    pub(crate) fn terms(&mut self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.terms_into(text, &mut out);
+        out
+    }
+
+    fn run(&mut self, run: &str, cjk: bool, out: &mut Vec<String>) {
+        if !cjk {
+            self.split_identifier(run, out);
+            return;
+        }
+        let chars: Vec<(usize, char)> = run.char_indices().collect();
+        if chars.len() == 1 {
+            out.push(run.to_owned());
+            return;
+        }
+        for pair in chars.windows(2) {
+            let end = pair[1].0 + pair[1].1.len_utf8();
+            out.push(run[pair[0].0..end].to_owned());
+        }
+    }
+
+    fn split_identifier(&mut self, part: &str, out: &mut Vec<String>) {
         let mut start = 0;
         let mut prev: Option<char> = None;
         let mut chars = part.char_indices().peekable();
@@ -27,62 +204,64 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
                 let boundary = c.is_uppercase()
                     && (p.is_lowercase() || p.is_numeric() || (p.is_uppercase() && next_lower));
                 if boundary {
-                    push_term(&part[start..at], &mut out);
+                    self.word(&part[start..at], out);
                     start = at;
                 }
             }
             prev = Some(c);
         }
-        push_term(&part[start..], &mut out);
+        self.word(&part[start..], out);
     }
-    out
+
+    fn word(&mut self, word: &str, out: &mut Vec<String>) {
+        if word.is_empty() {
+            return;
+        }
+        let lower: Cow<'_, str> =
+            if word.is_ascii() && !word.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Borrowed(word)
+            } else {
+                Cow::Owned(word.to_lowercase())
+            };
+        if let Some(term) = self.seen.get(lower.as_ref()) {
+            out.extend(term.iter().cloned());
+            return;
+        }
+        let term = self.term_of(&lower);
+        out.extend(term.iter().cloned());
+        self.seen.insert(lower.into_owned(), term);
+    }
+
+    /// A lowercased word's term: `None` for a stop word, its Snowball stem for a word of
+    /// letters, the word itself otherwise (`s3`, `ec2`, `2fa`).
+    fn term_of(&self, lower: &str) -> Option<String> {
+        if STOP_WORDS.binary_search(&lower).is_ok() {
+            return None;
+        }
+        if lower.chars().all(char::is_alphabetic) {
+            Some(self.stemmer.stem(lower).into_owned())
+        } else {
+            Some(lower.to_owned())
+        }
+    }
 }
 
-fn push_term(word: &str, out: &mut Vec<String>) {
-    if word.is_empty() {
-        return;
-    }
-    let lower = if word.is_ascii() {
-        word.to_ascii_lowercase()
-    } else {
-        word.to_lowercase()
-    };
-    if STOP_WORDS.contains(&lower.as_str()) {
-        return;
-    }
-    out.push(stem(lower));
+/// Whether `c` is written without spaces between words: Han (CJK ideographs and their
+/// extensions and compatibility forms), Hiragana, Katakana.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // half-width Katakana
+        | 0x20000..=0x3134F) // CJK extensions B-G
 }
 
-/// A light English suffix stripper (plural `-ies`/`-es`/`-s` after Harman's S-stemmer, then
-/// `-ing`, `-ed` and a final `e`), applied alike to tools and queries. It keeps at least three
-/// characters, so short words are left alone.
-fn stem(word: String) -> String {
-    let mut w = word;
-    if w.len() <= 3 || !w.is_ascii() {
-        return w;
-    }
-    if w.ends_with("ies") {
-        if !w.ends_with("eies") && !w.ends_with("aies") {
-            w.truncate(w.len() - 3);
-            w.push('y');
-        }
-    } else if w.ends_with("es") {
-        if !w.ends_with("aes") && !w.ends_with("ees") && !w.ends_with("oes") {
-            w.pop(); // -es -> -e
-        }
-    } else if w.ends_with('s') && !w.ends_with("us") && !w.ends_with("ss") {
-        w.pop();
-    }
-    for suffix in ["ing", "ed"] {
-        if w.ends_with(suffix) && w.len() - suffix.len() >= 3 {
-            w.truncate(w.len() - suffix.len());
-            break;
-        }
-    }
-    if w.len() > 3 && w.ends_with('e') {
-        w.pop();
-    }
-    w
+/// The terms of `text` (a fresh [`Analyzer`]: for one query).
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    Analyzer::new().terms(text)
 }
 
 #[cfg(test)]
@@ -90,12 +269,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
     fn identifiers_split_into_words() {
         assert_eq!(terms("get_weather"), ["get", "weather"]);
         assert_eq!(terms("getHTTPResponse"), ["get", "http", "respons"]);
         assert_eq!(terms("list-s3-buckets"), ["list", "s3", "bucket"]);
         assert_eq!(terms("ec2Instance"), ["ec2", "instanc"]);
-        assert_eq!(terms("The name of the file."), ["nam", "fil"]);
+        assert_eq!(terms("The name of the file."), ["name", "file"]);
+        // Direction words stay: they tell `log_in` from `log_out`.
+        assert_eq!(terms("log out"), ["log", "out"]);
     }
 
     #[test]
@@ -103,15 +289,39 @@ mod tests {
         for (a, b) in [
             ("files", "file"),
             ("created", "create"),
+            ("creating", "creates"),
             ("listing", "list"),
             ("queries", "query"),
             ("processes", "process"),
             ("Issues", "issue"),
+            ("deleted", "delete"),
+            ("running", "run"),
         ] {
             assert_eq!(terms(a), terms(b), "{a} / {b}");
         }
-        // Short words and non-ASCII words are kept whole.
         assert_eq!(terms("bus gas"), ["bus", "gas"]);
-        assert_eq!(terms("résumés"), ["résumés"]);
+    }
+
+    #[test]
+    fn unicode_forms_are_equated() {
+        // Full-width letters and a ligature are the same words as their plain forms (NFKC).
+        assert_eq!(terms("ＦＩＬＥＳ"), terms("files"));
+        assert_eq!(terms("ﬁle"), terms("file"));
+        // Accented words are kept, lowercased.
+        assert_eq!(terms("Résumé"), ["résumé"]);
+    }
+
+    #[test]
+    fn chinese_and_japanese_are_cut_into_pairs() {
+        assert_eq!(terms("天气预报"), ["天气", "气预", "预报"]);
+        assert_eq!(terms("查询天气 API"), ["查询", "询天", "天气", "api"]);
+        assert_eq!(terms("ファイル"), ["ファ", "ァイ", "イル"]);
+        assert_eq!(terms("雨"), ["雨"]);
+        // Mixed in one word: the Latin part is a word of its own.
+        assert_eq!(terms("GitHub仓库"), ["git", "hub", "仓库"]);
+        // Full-width forms of Katakana become the usual ones (NFKC).
+        assert_eq!(terms("ﾌｧｲﾙ"), terms("ファイル"));
+        // Korean is written with spaces: its words are kept whole.
+        assert_eq!(terms("날씨 예보"), ["날씨", "예보"]);
     }
 }

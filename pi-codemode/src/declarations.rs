@@ -16,22 +16,34 @@ pub(crate) struct Declared<'a> {
 }
 
 /// `declare const tools: { .. }` for the given tools, in the order given (callers sort them).
-pub(crate) fn declarations(tools: &[Declared<'_>]) -> String {
+pub(crate) fn declarations<'a>(tools: impl IntoIterator<Item = &'a Declared<'a>>) -> String {
     let mut out = String::from("declare const tools: {\n");
     for tool in tools {
-        doc_comment(&mut out, "  ", tool.description);
-        let args = ts_type(tool.parameters, tool.parameters, 0, "  ");
-        let output = match tool.output {
-            Some(schema) => ts_type(schema, schema, 0, "  "),
-            None => "string".into(),
-        };
-        out.push_str(&format!(
-            "  {}(args: {args}): Promise<{output}>;\n",
-            property_name(tool.name)
-        ));
+        member(&mut out, tool, "  ");
     }
     out.push_str("};\n");
     out
+}
+
+/// One tool's declaration as a member of `tools` (what `describeTool` answers): its doc
+/// comment and `name(args: ..): Promise<..>;`.
+pub(crate) fn declaration(tool: &Declared<'_>) -> String {
+    let mut out = String::new();
+    member(&mut out, tool, "");
+    out
+}
+
+fn member(out: &mut String, tool: &Declared<'_>, indent: &str) {
+    doc_comment(out, indent, tool.description);
+    let args = ts_type(tool.parameters, tool.parameters, 0, indent);
+    let output = match tool.output {
+        Some(schema) => ts_type(schema, schema, 0, indent),
+        None => "string".into(),
+    };
+    out.push_str(&format!(
+        "{indent}{}(args: {args}): Promise<{output}>;\n",
+        property_name(tool.name)
+    ));
 }
 
 fn doc_comment(out: &mut String, indent: &str, text: &str) {

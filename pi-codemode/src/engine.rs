@@ -24,8 +24,10 @@ use tokio::sync::oneshot;
 
 use crate::CodeLimits;
 use crate::calls::{Calls, Started};
+use crate::catalog::Catalog;
 use crate::cpu::thread_cpu_time;
 use crate::json::{JsonIntrinsics, JsonReader, NotJson};
+use crate::search::search_tools;
 use crate::to_js::to_js;
 
 /// The intrinsics a script gets besides the base objects (`Object`, `Function`, `Array`,
@@ -65,7 +67,7 @@ pub(crate) struct Outcome {
 /// its calls run.
 pub(crate) struct Job {
     pub(crate) script: String,
-    pub(crate) tools: Arc<BTreeMap<String, bool>>,
+    pub(crate) tools: Arc<Catalog>,
     pub(crate) limits: CodeLimits,
     /// The `code` call's context: the script's calls are nested calls of it.
     pub(crate) ctx: ToolContext,
@@ -472,9 +474,15 @@ impl<'js> Driver<'_, 'js> {
         self.bridge.borrow_mut().json = Some(Rc::new(JsonIntrinsics::take(ctx)?));
         let tools = Object::new(ctx.clone())?;
         tools.set_prototype(None)?;
-        for (name, structured) in self.job.tools.iter() {
-            tools.set(name.as_str(), self.tool_function(name, *structured)?)?;
+        for (name, entry) in self.job.tools.iter() {
+            if !entry.deferred {
+                tools.set(name, self.tool_function(name, entry.structured)?)?;
+            }
         }
+        let deferred = match self.job.tools.deferred() {
+            0 => Value::new_null(ctx.clone()),
+            _ => self.deferred_function()?.into_value(),
+        };
         let console = Object::new(ctx.clone())?;
         for (method, prefix) in [
             ("log", ""),
@@ -486,21 +494,171 @@ impl<'js> Driver<'_, 'js> {
             console.set(method, self.console_function(prefix)?)?;
         }
         let attach = self.attach_function()?;
+        let search = self.search_function()?;
+        let describe = self.describe_function()?;
         let lockdown: Function<'js> = ctx.eval(LOCKDOWN)?;
-        lockdown.call((tools, console, attach))
+        lockdown.call((tools, console, attach, search, describe, deferred))
     }
 
     fn tool_function(&self, name: &str, structured: bool) -> rquickjs::Result<Function<'js>> {
+        let tool = Tool {
+            bridge: self.bridge,
+            calls: self.calls,
+            limits: &self.job.limits,
+        };
+        tool.function(&self.ctx, name, structured)
+    }
+
+    /// `searchTools(query, {limit})`: the best matches of the same search the agent loop
+    /// offers, as `[{name, description}]`.
+    fn search_function(&self) -> rquickjs::Result<Function<'js>> {
+        let catalog = Arc::clone(&self.job.tools);
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  query: Value<'js>,
+                  options: Opt<Value<'js>>|
+                  -> rquickjs::Result<Value<'js>> {
+                search_tools(&ctx, &catalog, query, options.0)
+            },
+        )
+    }
+
+    /// `describeTool(name)`: the tool's TypeScript declaration.
+    fn describe_function(&self) -> rquickjs::Result<Function<'js>> {
+        let catalog = Arc::clone(&self.job.tools);
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, name: Coerced<String>| -> rquickjs::Result<String> {
+                match catalog.get(&name.0) {
+                    Some(entry) => Ok(entry.declaration.clone()),
+                    None => Err(Exception::throw_reference(
+                        &ctx,
+                        &format!(
+                            "describeTool: no tool a script may call is named {:?}; find tools with searchTools(query)",
+                            name.0
+                        ),
+                    )),
+                }
+            },
+        )
+    }
+
+    /// What the prototype of `tools` resolves deferred tools with: the tool's function, made on
+    /// first use, or `undefined` for a name that is not a deferred tool.
+    fn deferred_function(&self) -> rquickjs::Result<Function<'js>> {
+        let catalog = Arc::clone(&self.job.tools);
         let bridge = Rc::clone(self.bridge);
         let calls = Rc::clone(self.calls);
-        let max_calls = self.job.limits.max_calls;
-        let max_in_flight = self.job.limits.max_calls_in_flight;
-        let memory_cap = self.job.limits.memory_bytes;
-        let argument_cap = self.job.limits.call_argument_bytes;
-        let result_cap = self.job.limits.call_result_bytes;
+        let limits = self.job.limits.clone();
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, name: Value<'js>| -> rquickjs::Result<Value<'js>> {
+                let name = match name.as_string() {
+                    Some(name) => name.to_string()?,
+                    None => return Ok(Value::new_undefined(ctx)),
+                };
+                match catalog.get(&name) {
+                    Some(entry) if entry.deferred => {
+                        let tool = Tool {
+                            bridge: &bridge,
+                            calls: &calls,
+                            limits: &limits,
+                        };
+                        Ok(tool.function(&ctx, &name, entry.structured)?.into_value())
+                    }
+                    _ => Ok(Value::new_undefined(ctx)),
+                }
+            },
+        )
+    }
+
+    fn console_function(&self, prefix: &'static str) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let cap = self.job.limits.console_bytes;
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, values: Rest<Value<'js>>| -> rquickjs::Result<()> {
+                let mut line = String::from(prefix);
+                for (i, value) in values.0.into_iter().enumerate() {
+                    if i > 0 {
+                        line.push(' ');
+                    }
+                    line.push_str(&console_text(&ctx, value));
+                }
+                let mut state = bridge.borrow_mut();
+                if state.console_cut {
+                    return Ok(());
+                }
+                if !state.console.is_empty() {
+                    line.insert(0, '\n');
+                }
+                let room = cap.saturating_sub(state.console.len());
+                if line.len() > room {
+                    let mut end = room;
+                    while !line.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    line.truncate(end);
+                    state.console_cut = true;
+                }
+                state.console.push_str(&line);
+                Ok(())
+            },
+        )
+    }
+
+    fn attach_function(&self) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let max = self.job.limits.max_images;
+        Function::new(
+            self.ctx.clone(),
+            move |ctx: Ctx<'js>, data: String, mime_type: String| -> rquickjs::Result<()> {
+                if !mime_type.starts_with("image/") || data.is_empty() {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        "attachImage(data, mimeType): data is base64 and mimeType an image type such as \"image/png\"",
+                    ));
+                }
+                let mut state = bridge.borrow_mut();
+                if state.images.len() >= max {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        &format!("a script may attach at most {max} images"),
+                    ));
+                }
+                state.images.push(Content::image(data, mime_type));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// What a tool's function needs: the bridge, the calls, the caps.
+struct Tool<'a> {
+    bridge: &'a Rc<RefCell<Bridge>>,
+    calls: &'a Rc<RefCell<Calls>>,
+    limits: &'a CodeLimits,
+}
+
+impl Tool<'_> {
+    /// `tools.<name>`: reads the arguments, starts the call, and returns its promise.
+    fn function<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        structured: bool,
+    ) -> rquickjs::Result<Function<'js>> {
+        let bridge = Rc::clone(self.bridge);
+        let calls = Rc::clone(self.calls);
+        let max_calls = self.limits.max_calls;
+        let max_in_flight = self.limits.max_calls_in_flight;
+        let memory_cap = self.limits.memory_bytes;
+        let argument_cap = self.limits.call_argument_bytes;
+        let result_cap = self.limits.call_result_bytes;
         let tool: Arc<str> = Arc::from(name);
         let function = Function::new(
-            self.ctx.clone(),
+            ctx.clone(),
             move |ctx: Ctx<'js>, arguments: Opt<Value<'js>>| -> rquickjs::Result<Promise<'js>> {
                 let (promise, resolve, reject) = ctx.promise()?;
                 // Before the bridge is borrowed: the script's own code may run here (a getter,
@@ -578,66 +736,6 @@ impl<'js> Driver<'_, 'js> {
         )?;
         function.set_name(name)?;
         Ok(function)
-    }
-
-    fn console_function(&self, prefix: &'static str) -> rquickjs::Result<Function<'js>> {
-        let bridge = Rc::clone(self.bridge);
-        let cap = self.job.limits.console_bytes;
-        Function::new(
-            self.ctx.clone(),
-            move |ctx: Ctx<'js>, values: Rest<Value<'js>>| -> rquickjs::Result<()> {
-                let mut line = String::from(prefix);
-                for (i, value) in values.0.into_iter().enumerate() {
-                    if i > 0 {
-                        line.push(' ');
-                    }
-                    line.push_str(&console_text(&ctx, value));
-                }
-                let mut state = bridge.borrow_mut();
-                if state.console_cut {
-                    return Ok(());
-                }
-                if !state.console.is_empty() {
-                    line.insert(0, '\n');
-                }
-                let room = cap.saturating_sub(state.console.len());
-                if line.len() > room {
-                    let mut end = room;
-                    while !line.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    line.truncate(end);
-                    state.console_cut = true;
-                }
-                state.console.push_str(&line);
-                Ok(())
-            },
-        )
-    }
-
-    fn attach_function(&self) -> rquickjs::Result<Function<'js>> {
-        let bridge = Rc::clone(self.bridge);
-        let max = self.job.limits.max_images;
-        Function::new(
-            self.ctx.clone(),
-            move |ctx: Ctx<'js>, data: String, mime_type: String| -> rquickjs::Result<()> {
-                if !mime_type.starts_with("image/") || data.is_empty() {
-                    return Err(Exception::throw_message(
-                        &ctx,
-                        "attachImage(data, mimeType): data is base64 and mimeType an image type such as \"image/png\"",
-                    ));
-                }
-                let mut state = bridge.borrow_mut();
-                if state.images.len() >= max {
-                    return Err(Exception::throw_message(
-                        &ctx,
-                        &format!("a script may attach at most {max} images"),
-                    ));
-                }
-                state.images.push(Content::image(data, mime_type));
-                Ok(())
-            },
-        )
     }
 }
 
@@ -743,17 +841,44 @@ fn json_reader<'js>(
 
 /// Runs once on a fresh realm, before the script: freezes the bridge, makes its globals
 /// read-only, and removes code generation from strings (`eval`, the `Function` constructors).
-const LOCKDOWN: &str = r#"(function (tools, console, attachImage) {
+///
+/// With deferred tools, the prototype of `tools` is a Proxy (over a frozen empty object) whose
+/// only trap looks a name up with `deferred` and keeps what it made: a deferred tool is
+/// `tools.<name>` like any other, and no function is made for every tool of a large catalog
+/// per call; the listed tools stay own properties (no trap on their calls).
+const LOCKDOWN: &str = r#"(function (tools, console, attachImage, searchTools, describeTool, deferred) {
   'use strict';
   const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
-  for (const name of Object.keys(tools)) Object.freeze(tools[name]);
-  Object.freeze(tools);
-  for (const name of Object.keys(console)) Object.freeze(console[name]);
-  Object.freeze(console);
-  Object.freeze(attachImage);
+  const freeze = Object.freeze;
+  for (const name of Object.keys(tools)) freeze(tools[name]);
+  if (deferred !== null) {
+    const made = Object.create(null);
+    const handler = freeze({
+      __proto__: null,
+      get(target, key) {
+        if (typeof key !== 'string') return undefined;
+        let tool = made[key];
+        if (tool === undefined) {
+          tool = deferred(key);
+          if (tool !== undefined) made[key] = freeze(tool);
+        }
+        return tool;
+      },
+    });
+    freeze(handler.get);
+    Object.setPrototypeOf(tools, new Proxy(freeze(Object.create(null)), handler));
+  }
+  freeze(tools);
+  for (const name of Object.keys(console)) freeze(console[name]);
+  freeze(console);
+  freeze(attachImage);
+  freeze(searchTools);
+  freeze(describeTool);
   define('tools', tools);
   define('console', console);
   define('attachImage', attachImage);
+  define('searchTools', searchTools);
+  define('describeTool', describeTool);
   const blocked = function () { throw new EvalError('code generation from strings is disabled in code mode'); };
   blocked.prototype = Function.prototype;
   for (const f of [function () {}, async function () {}, function* () {}, async function* () {}]) {

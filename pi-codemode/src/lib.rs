@@ -1,11 +1,13 @@
 #![doc = include_str!("../README.md")]
 
 mod calls;
+mod catalog;
 mod cpu;
 mod declarations;
 mod engine;
 mod json;
 mod limits;
+mod search;
 mod session;
 mod to_js;
 mod tool;

@@ -2,7 +2,6 @@
 //! own thread, [`crate::calls`]), waits for its outcome or an abort, and turns the outcome into
 //! the result the model sees.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -12,6 +11,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::CodeLimits;
+use crate::catalog::Catalog;
 use crate::engine::{self, Job, Outcome};
 
 /// Runs `script` to its result. Calls still running when the script returns are dropped, which
@@ -19,7 +19,7 @@ use crate::engine::{self, Job, Outcome};
 /// wakes it from waiting for calls) and answers at once.
 pub(crate) async fn run(
     script: String,
-    tools: Arc<BTreeMap<String, bool>>,
+    tools: Arc<Catalog>,
     limits: CodeLimits,
     engines: Arc<AtomicUsize>,
     ctx: ToolContext,

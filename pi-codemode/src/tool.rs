@@ -1,6 +1,5 @@
 //! The `code` tool: its spec (with the declarations, built once) and its execution.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -9,7 +8,7 @@ use pi_tool::{
 };
 use serde_json::{Value, json};
 
-use crate::declarations::{Declared, declarations};
+use crate::catalog::Catalog;
 use crate::{CodeLimits, session};
 
 /// The name of the code tool.
@@ -21,8 +20,8 @@ pub const CODE_TOOL_NAME: &str = "code";
 /// declarations) is built once, here, and never changes.
 pub struct CodeTool {
     spec: ToolSpec,
-    /// Callable tools: name, and whether the result is structured (an output schema).
-    tools: Arc<BTreeMap<String, bool>>,
+    /// The callable tools.
+    tools: Arc<Catalog>,
     limits: CodeLimits,
     /// Engine threads of this tool's calls still running.
     engines: Arc<AtomicUsize>,
@@ -40,21 +39,15 @@ impl CodeTool {
             .tools()
             .filter(|tool| tool.spec().name != CODE_TOOL_NAME && tool.callers().allows_code())
             .collect();
-        let mut declared: Vec<Declared<'_>> = offered
-            .iter()
-            .map(|tool| Declared {
-                name: &tool.spec().name,
-                description: &tool.spec().description,
-                parameters: &tool.spec().parameters,
-                output: tool.output_schema(),
-            })
-            .collect();
-        declared.sort_by(|a, b| a.name.cmp(b.name));
-        let description = format!("{DESCRIPTION}\n\n```ts\n{}```", declarations(&declared));
-        let tools = declared
-            .iter()
-            .map(|tool| (tool.name.to_owned(), tool.output.is_some()))
-            .collect();
+        let (catalog, listed) = Catalog::new(&offered);
+        let mut description = format!("{DESCRIPTION}\n\n```ts\n{listed}```");
+        let deferred = catalog.deferred();
+        if deferred > 0 {
+            description.push_str(&format!(
+                "\n\n{deferred} more tool{} not listed here. Find them with `searchTools(query, {{limit}})` (an array of {{name, description}}, best first), read one's declaration with `describeTool(name)`, and call it as `tools.<name>(args)`.",
+                if deferred == 1 { " is" } else { "s are" }
+            ));
+        }
         CodeTool {
             spec: ToolSpec {
                 name: CODE_TOOL_NAME.into(),
@@ -71,7 +64,7 @@ impl CodeTool {
                     "additionalProperties": false
                 }),
             },
-            tools: Arc::new(tools),
+            tools: Arc::new(catalog),
             limits: CodeLimits::default(),
             engines: Arc::default(),
         }
@@ -98,7 +91,7 @@ impl CodeTool {
 
     /// The tools a script may call, by name.
     pub fn callable(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.tools.iter().map(|(name, _)| name)
     }
 }
 
@@ -145,7 +138,7 @@ impl AgentTool for CodeTool {
 impl std::fmt::Debug for CodeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodeTool")
-            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("tools", &self.callable().collect::<Vec<_>>())
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }

@@ -742,6 +742,7 @@ async fn the_globals_are_ecmascripts_and_the_bridge() {
         "console",
         "decodeURI",
         "decodeURIComponent",
+        "describeTool",
         "encodeURI",
         "encodeURIComponent",
         "escape",
@@ -750,6 +751,7 @@ async fn the_globals_are_ecmascripts_and_the_bridge() {
         "isNaN",
         "parseFloat",
         "parseInt",
+        "searchTools",
         "tools",
         "undefined",
         "unescape",
@@ -876,4 +878,143 @@ async fn calls_past_the_in_flight_cap_reject() {
     )
     .await;
     assert_eq!(result.text_content(), "\"ok\"", "{result:?}");
+}
+
+/// A catalog with deferred tools: `add` is listed; `get_weather` and `create_issue` are
+/// deferred; `delete_repo` is deferred and model-only.
+fn catalog() -> ToolRegistry {
+    let tools = ToolRegistry::new()
+        .with(
+            FnTool::builder("add", "Add two numbers.", json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}))
+                .build(|args: Value, _| async move {
+                    (args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)).to_string()
+                })
+                .unwrap(),
+        )
+        .with(
+            FnTool::builder(
+                "get_weather",
+                "Current weather for a city.",
+                json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}),
+            )
+            .output_schema(json!({"type": "object", "properties": {"sky": {"type": "string"}}}))
+            .deferred()
+            .build(|args: Value, _| async move {
+                let sky = format!("sunny in {}", args["city"].as_str().unwrap_or("?"));
+                ToolResult::new(vec![pi_tool::Content::text(sky.clone())], json!({"sky": sky}))
+            })
+            .unwrap(),
+        )
+        .with(
+            FnTool::builder("create_issue", "Open an issue in a bug tracker.", json!({"type": "object", "properties": {"title": {"type": "string"}}}))
+                .deferred()
+                .build(|_: Value, _| async { "opened" })
+                .unwrap(),
+        )
+        .with(
+            FnTool::builder("delete_repo", "Delete a repository (weather station data).", object())
+                .deferred()
+                .callers(ToolCallers::Model)
+                .build(|_: Value, _| async { "deleted" })
+                .unwrap(),
+        );
+    let code = CodeTool::new(&tools);
+    tools.with(code)
+}
+
+async fn run_in_catalog(script: &str) -> ToolResult {
+    catalog()
+        .run(&ToolCall::new("c1", "code", json!({ "script": script })))
+        .await
+}
+
+#[test]
+fn deferred_tools_are_left_out_of_the_description() {
+    let tools = catalog();
+    let description = tools.get("code").unwrap().spec().description.clone();
+    assert!(description.contains("add(args"), "{description}");
+    assert!(!description.contains("get_weather"), "{description}");
+    assert!(!description.contains("delete_repo"), "{description}");
+    assert!(
+        description.contains(
+            "2 more tools are not listed here. Find them with `searchTools(query, {limit})`"
+        ),
+        "{description}"
+    );
+}
+
+#[tokio::test]
+async fn scripts_find_deferred_tools_read_their_declaration_and_call_them() {
+    let result = run_in_catalog(
+        "const found = searchTools('weather in a city', {limit: 1});
+         const declaration = describeTool(found[0].name);
+         const answer = await tools[found[0].name]({city: 'Oslo'});
+         return {found, declaration, answer, same: tools.get_weather === tools.get_weather,
+                 frozen: Object.isFrozen(tools.get_weather), issue: await tools.create_issue({title: 't'})};",
+    )
+    .await;
+    assert!(!result.is_error, "{result:?}");
+    let value = &result.details["result"];
+    assert_eq!(
+        value["found"],
+        json!([{"name": "get_weather", "description": "Current weather for a city."}])
+    );
+    assert_eq!(
+        value["declaration"],
+        "/** Current weather for a city. */\nget_weather(args: {\n  /** City name */\n  city: string;\n}): Promise<{\n  sky?: string;\n}>;\n"
+    );
+    assert_eq!(value["answer"], json!({"sky": "sunny in Oslo"}));
+    assert_eq!(value["same"], true);
+    assert_eq!(value["frozen"], true);
+    assert_eq!(value["issue"], "opened");
+    // The search runs over every tool a script may call, listed or deferred, with at most
+    // five matches unless asked; a model-only tool is neither found nor reachable.
+    let result = run_in_catalog(
+        "return [searchTools('repository weather station').map(t => t.name), typeof tools.delete_repo,
+                 searchTools('add numbers').map(t => t.name)[0], describeTool('add')];",
+    )
+    .await;
+    let value = &result.details["result"];
+    assert!(
+        !value[0].as_array().unwrap().contains(&json!("delete_repo")),
+        "{value}"
+    );
+    assert_eq!(value[1], "undefined");
+    assert_eq!(value[2], "add");
+    assert_eq!(
+        value[3],
+        "/** Add two numbers. */\nadd(args: {\n  a?: number;\n  b?: number;\n}): Promise<string>;\n"
+    );
+}
+
+#[tokio::test]
+async fn bad_searches_and_unknown_tools_throw() {
+    for (script, needle) in [
+        ("searchTools('')", "TypeError: searchTools(query, {limit})"),
+        ("searchTools(42)", "TypeError: searchTools(query, {limit})"),
+        (
+            "searchTools('weather', {limit: 0})",
+            "RangeError: searchTools: limit is a whole number from 1 to 20",
+        ),
+        ("searchTools('weather', {limit: 21})", "RangeError"),
+        ("searchTools('weather', {limit: 1.5})", "RangeError"),
+        (
+            "searchTools('x'.repeat(1001))",
+            "RangeError: searchTools: the query is 1001 bytes",
+        ),
+        (
+            "describeTool('nope')",
+            "ReferenceError: describeTool: no tool a script may call is named \"nope\"",
+        ),
+        ("describeTool('delete_repo')", "ReferenceError"),
+        ("Object.getPrototypeOf(tools).get_weather = 1", "TypeError"),
+        ("tools.get_weather = 1", "TypeError"),
+        ("Object.setPrototypeOf(tools, null)", "TypeError"),
+    ] {
+        let result = run_in_catalog(script).await;
+        assert_error(&result, needle);
+    }
+    // Without deferred tools, `tools` keeps no prototype.
+    let (result, _) = run("return Object.getPrototypeOf(tools) === null;").await;
+    assert_eq!(result.text_content(), "true", "{result:?}");
 }

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 use pi_runtime::{
-    AgentContext, AgentEvent, AgentLoopConfig, AgentStream, AssistantMessage, BeforeToolCall,
-    Message, Model, QueueMode, StopReason, StreamOptions, ThinkingLevel, UserMessage, agent_loop,
-    agent_loop_continue,
+    AfterToolCall, AgentContext, AgentEvent, AgentLoopConfig, AgentStream, AssistantMessage,
+    BeforeToolCall, Message, Model, QueueMode, StopReason, StreamOptions, ThinkingLevel,
+    UserMessage, agent_loop, agent_loop_continue,
 };
 use pi_tool::{BoxFuture, CancellationToken, Content, ToolRegistry};
 use serde_json::{Value, json};
@@ -325,6 +325,7 @@ pub struct CodingAgent {
     shell: Option<PathBuf>,
     shell_prefix: Option<String>,
     pending_bash: Vec<Value>,
+    output_dir: PathBuf,
 }
 
 /// What the event consumer ([`CodingAgent::prompt`]) and the approval hook share: which calls'
@@ -436,6 +437,7 @@ impl CodingAgent {
             shell: None,
             shell_prefix: None,
             pending_bash: Vec::new(),
+            output_dir: std::env::temp_dir(),
         }
     }
 
@@ -1166,8 +1168,18 @@ impl CodingAgent {
         }
     }
 
+    /// Where any tool's output over pi's limits is saved (`pi-<tool>-<16 hex>.log`; the
+    /// system's temporary directory by default, where `bash` saves its own): the model gets the
+    /// head, the tail and the path (`details.fullOutputPath`).
+    #[must_use]
+    pub fn with_output_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output_dir = dir.into();
+        self
+    }
+
     fn config(&self) -> AgentLoopConfig {
         let approval = self.approval.clone();
+        let output_dir = self.output_dir.clone();
         let progress = Arc::clone(&self.progress);
         let mut options = self.stream_options.clone();
         options.thinking = (self.thinking != ThinkingLevel::Off).then_some(self.thinking);
@@ -1187,6 +1199,23 @@ impl CodingAgent {
                 let messages =
                     AgentControl::drain(&follow_up.inner.follow_up, &follow_up.inner.follow_up_all);
                 async move { messages }
+            })
+            .after_tool_call(move |ctx| {
+                let output_dir = output_dir.clone();
+                async move {
+                    let spilled = crate::spill::spill_oversized(
+                        &ctx.tool_call.name,
+                        &ctx.result,
+                        &output_dir,
+                    )
+                    .await;
+                    Ok(match spilled {
+                        Some((content, details)) => {
+                            AfterToolCall::keep().content(content).details(details)
+                        }
+                        None => AfterToolCall::keep(),
+                    })
+                }
             })
             .before_tool_call(move |ctx| {
                 let approval = approval.clone();

@@ -13,6 +13,7 @@ pub mod models;
 mod pi_session;
 pub mod render;
 pub mod session;
+mod spill;
 pub mod system_prompt;
 pub mod tools;
 pub mod truncate;

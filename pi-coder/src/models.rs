@@ -1,5 +1,5 @@
 //! The models `pi` knows, as pi 0.73.1's `ModelRegistry` knows them: the built-in catalog of the
-//! providers this crate speaks (OpenAI, Anthropic, Google; `models/catalog-pi-0.73.1.json`,
+//! providers this crate speaks (OpenAI, Anthropic, Google, Mistral; `models/catalog-pi-0.73.1.json`,
 //! written from pi's own `MODELS` by `models/record.mjs`), plus the providers and models of
 //! `models.json`. Each model comes with what the agent needs besides its id: the context window
 //! (compaction), the output limit, whether it reasons (thinking levels), whether it reads
@@ -11,7 +11,8 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use pi_runtime::providers::{
-    AnthropicMessages, CompletionsCompat, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+    AnthropicMessages, CompletionsCompat, GoogleGenerativeAi, MistralChat, OpenAiCompletions,
+    OpenAiResponses,
 };
 use pi_runtime::{AssistantEvent, AssistantMessage, Context, Model, StreamOptions, ThinkingLevel};
 use pi_tool::Usage;
@@ -21,14 +22,15 @@ use serde_json::{Map, Value};
 use crate::config::{ModelCost, ModelsConfig, ProviderConfig, resolve_config_value};
 
 /// The providers of the built-in catalog.
-pub const BUILT_IN_PROVIDERS: [&str; 3] = ["openai", "anthropic", "google"];
+pub const BUILT_IN_PROVIDERS: [&str; 4] = ["openai", "anthropic", "google", "mistral"];
 
 /// The wire APIs this crate speaks.
-pub const SUPPORTED_APIS: [&str; 4] = [
+pub const SUPPORTED_APIS: [&str; 5] = [
     OpenAiCompletions::API,
     OpenAiResponses::API,
     AnthropicMessages::API,
     GoogleGenerativeAi::API,
+    MistralChat::API,
 ];
 
 /// pi's built-in catalog for [`BUILT_IN_PROVIDERS`].
@@ -42,10 +44,11 @@ pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
 const MAX_TOKENS_CAP: u64 = 32_000;
 
 /// pi's default model per built-in provider (`defaultModelPerProvider`).
-const PI_DEFAULT_MODELS: [(&str, &str); 3] = [
+const PI_DEFAULT_MODELS: [(&str, &str); 4] = [
     ("anthropic", "claude-opus-4-7"),
     ("openai", "gpt-5.4"),
     ("google", "gemini-3.1-pro-preview"),
+    ("mistral", "devstral-medium-latest"),
 ];
 
 /// A model and what is known about it, serialized as pi's `Model` (RPC's `get_state`).
@@ -493,6 +496,13 @@ impl ModelRegistry {
             GoogleGenerativeAi::API => {
                 Arc::new(configure!(GoogleGenerativeAi::new(info.id.clone())))
             }
+            MistralChat::API => {
+                let mut model = configure!(MistralChat::new(info.id.clone()));
+                if let Some(strict) = strict {
+                    model = model.strict(strict);
+                }
+                Arc::new(model)
+            }
             other => {
                 return Err(format!(
                     "pi: the model {}/{} uses the \"{other}\" API, which this pi does not speak (it speaks {})",
@@ -575,6 +585,7 @@ fn env_key(provider: &str) -> Option<String> {
         "openai" => &["OPENAI_API_KEY"],
         "anthropic" => &["ANTHROPIC_API_KEY"],
         "google" => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
         _ => &[],
     };
     names
@@ -817,6 +828,28 @@ mod tests {
                 format_token_count(mock.max_tokens)
             ),
             ("128K".to_owned(), "16.4K".to_owned())
+        );
+    }
+
+    #[test]
+    fn mistral_models_are_built_on_mistrals_api() {
+        let registry = registry(r#"{"providers": {}}"#);
+        let (devstral, _, warning) = registry
+            .resolve_cli(Some("mistral"), "devstral-medium-latest")
+            .unwrap();
+        assert_eq!(warning, None);
+        assert_eq!(
+            (devstral.api.as_str(), devstral.base_url.as_str()),
+            ("mistral-conversations", "https://api.mistral.ai")
+        );
+        let model = registry.build(&devstral, Some("k"), None).unwrap();
+        assert_eq!(
+            (model.api(), model.provider(), model.id()),
+            ("mistral-conversations", "mistral", "devstral-medium-latest")
+        );
+        assert_eq!(
+            PI_DEFAULT_MODELS.iter().find(|(p, _)| *p == "mistral"),
+            Some(&("mistral", "devstral-medium-latest"))
         );
     }
 

@@ -221,7 +221,7 @@ impl Workspace {
             .map_err(|err| ToolError::new(fs_error::describe(&err, "realpath", &self.cwd)))?;
         let real = real_location(resolved, 0)
             .map_err(|err| ToolError::new(fs_error::describe(&err, "realpath", resolved)))?;
-        if real.starts_with(&root) {
+        if real.starts_with(&root) || self.is_output_log(&real) {
             Ok(())
         } else {
             Err(ToolError::new(format!(
@@ -230,6 +230,13 @@ impl Workspace {
                 self.cwd.display()
             )))
         }
+    }
+
+    /// Whether `real` is a full output log (`pi-<tool>-<16 hex>.log`) in the temporary
+    /// directory: results point the model at these, so a confined `read` may open them.
+    fn is_output_log(&self, real: &Path) -> bool {
+        std::fs::canonicalize(&self.temp_dir)
+            .is_ok_and(|dir| crate::spill::is_output_log(real, &dir))
     }
 
     /// Waits for earlier `edit`/`write` calls on the same file, then holds the file until the guard drops.

@@ -291,3 +291,56 @@ impl std::io::Write for CancelOnText {
         Ok(())
     }
 }
+
+#[tokio::test]
+async fn any_tool_s_oversized_output_is_saved_whole_and_shown_as_head_and_tail() {
+    let project = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    // 300 KB: over pi's 50 KB and over the loop's own 256 KiB cut, which must not happen first.
+    let full: String = (0..30_000).map(|i| format!("row {i:05}\n")).collect();
+    let text = full.clone();
+    let dump = pi_tool::tool_fn(
+        "dump",
+        "Dumps a table",
+        json!({"type": "object", "properties": {}}),
+        move |_args, _ctx| {
+            let text = text.clone();
+            async move { text }
+        },
+    )
+    .unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "dump", json!({})),
+        answer("done"),
+    ]));
+    let registry = ToolRegistry::new().with(dump);
+    let mut agent = CodingAgent::new(model, registry, project.path()).with_output_dir(logs.path());
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let mut renderer = Renderer::new(&mut out, &mut log);
+    agent
+        .prompt("Dump it.", CancellationToken::new(), &mut renderer)
+        .await;
+    let result = agent
+        .transcript()
+        .iter()
+        .find_map(|m| m.as_tool_result())
+        .expect("a tool result")
+        .clone();
+    let shown = result.text();
+    let path = result.details["fullOutputPath"]
+        .as_str()
+        .expect("fullOutputPath");
+    assert!(
+        path.starts_with(&logs.path().display().to_string()),
+        "{path}"
+    );
+    assert_eq!(std::fs::read_to_string(path).unwrap(), full);
+    assert!(shown.starts_with("row 00000\n"), "{}", &shown[..20]);
+    assert!(
+        shown.ends_with("row 29999\n"),
+        "{}",
+        &shown[shown.len() - 20..]
+    );
+    assert!(shown.contains(&format!("Full output: {path}]")), "{shown}");
+    assert!(shown.len() < 60 * 1024, "{}", shown.len());
+}

@@ -1,5 +1,5 @@
 //! Real model APIs: OpenAI Chat Completions (and every OpenAI-compatible server), OpenAI
-//! Responses, Anthropic Messages and Google Generative AI.
+//! Responses, Anthropic Messages, Google Generative AI and Mistral.
 //!
 //! Each provider is a [`Model`](crate::Model) with a builder (base URL, key, timeouts, retries,
 //! headers). The wire formats, the schema lowering, the stream decoders and the incremental
@@ -36,6 +36,7 @@ mod google;
 #[cfg(feature = "http")]
 mod http;
 mod lowering;
+mod mistral;
 pub(crate) mod native_search;
 mod openai_completions;
 mod openai_responses;
@@ -43,6 +44,8 @@ mod option_conflicts;
 mod partial_json;
 mod root_union;
 mod settings;
+#[cfg(feature = "http")]
+mod sign_in;
 mod sse;
 mod transform;
 
@@ -55,6 +58,7 @@ pub use google::GoogleGenerativeAi;
 #[cfg(feature = "http")]
 pub use http::{USER_AGENT, ensure_crypto_provider};
 pub use lowering::{CompatibilityReport, Lowered, SchemaMode, SchemaProblem, lower_schema};
+pub use mistral::MistralChat;
 pub use openai_completions::{CompletionsCompat, OpenAiCompletions};
 pub use openai_responses::OpenAiResponses;
 pub use option_conflicts::OptionConflict;

@@ -15,7 +15,13 @@ use crate::config::Settings;
 use crate::models::{ModelInfo, ModelRegistry, split_level};
 
 /// The providers `--provider` accepts besides `models.json`'s.
-pub(super) const PROVIDERS: [&str; 4] = ["openai", "anthropic", "google", "openai-compatible"];
+pub(super) const PROVIDERS: [&str; 5] = [
+    "openai",
+    "anthropic",
+    "google",
+    "mistral",
+    "openai-compatible",
+];
 
 /// How long the reachability check waits for a connection.
 const CONNECT_CHECK: Duration = Duration::from_secs(2);
@@ -255,7 +261,7 @@ fn select_from_environment(args: &Args) -> Result<Chosen, String> {
     });
     if args.api_key.is_some() && keyed_provider.is_none() && !any_provider_configured() {
         return Err(
-            "pi: --api-key needs a provider: add --provider NAME (openai, anthropic, google) or --model provider/model."
+            "pi: --api-key needs a provider: add --provider NAME (openai, anthropic, google, mistral) or --model provider/model."
                 .into(),
         );
     }
@@ -346,6 +352,7 @@ const HELP: &str = "Set one of:
   OPENAI_API_KEY     OpenAI (default model gpt-5-mini)
   ANTHROPIC_API_KEY  Anthropic (default model claude-sonnet-4-5)
   GEMINI_API_KEY     Google Gemini (default model gemini-2.5-flash; GOOGLE_API_KEY also works)
+  MISTRAL_API_KEY    Mistral (default model devstral-medium-latest)
   OPENAI_BASE_URL    an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter), e.g.
                      http://localhost:11434/v1, together with PI_MODEL=<model id>
 PI_MODEL=<provider>/<model> (e.g. anthropic/claude-haiku-4-5) picks a provider and model.
@@ -359,6 +366,7 @@ fn any_provider_configured() -> bool {
         "ANTHROPIC_API_KEY",
         "GEMINI_API_KEY",
         "GOOGLE_API_KEY",
+        "MISTRAL_API_KEY",
     ]
     .iter()
     .any(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
@@ -370,6 +378,7 @@ fn provider_keys(provider: &str) -> &'static str {
         "openai" => "OPENAI_API_KEY",
         "anthropic" => "ANTHROPIC_API_KEY",
         "google" => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+        "mistral" => "MISTRAL_API_KEY",
         _ => "OPENAI_BASE_URL (or --base-url) and a model (--model or PI_MODEL)",
     }
 }
@@ -380,6 +389,7 @@ fn provider_variable(provider: &str, name: &str) -> bool {
         "openai" => name == "OPENAI_API_KEY",
         "anthropic" => name == "ANTHROPIC_API_KEY",
         "google" => name == "GEMINI_API_KEY" || name == "GOOGLE_API_KEY",
+        "mistral" => name == "MISTRAL_API_KEY",
         "openai-compatible" => name == "OPENAI_BASE_URL" || name == "OPENAI_API_KEY",
         _ => false,
     }

@@ -78,6 +78,7 @@ impl Home {
             "ANTHROPIC_API_KEY",
             "GEMINI_API_KEY",
             "GOOGLE_API_KEY",
+            "MISTRAL_API_KEY",
             "OPENAI_BASE_URL",
             "PI_MODEL",
             "PI_PROVIDER",

@@ -337,3 +337,26 @@ async fn a_sandbox_that_cannot_be_set_up_refuses_the_command() {
     );
     assert!(!dir.path().join("ran").exists());
 }
+
+#[tokio::test]
+async fn a_confined_read_opens_the_full_output_log_and_nothing_else_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let tools = coding_tools(
+        Workspace::new(dir.path())
+            .confined(true)
+            .with_temp_dir(logs.path()),
+    );
+    let result = call(&tools, "bash", json!({"command": "seq 1 3000"})).await;
+    let path = result.details["fullOutputPath"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(path.starts_with(&logs.path().display().to_string()));
+    let read = call(&tools, "read", json!({"path": path, "offset": 2999})).await;
+    assert_eq!(ok_text(&read), "2999\n3000\n");
+    std::fs::write(logs.path().join("other.txt"), "secret").unwrap();
+    let other = logs.path().join("other.txt").display().to_string();
+    let read = call(&tools, "read", json!({ "path": other })).await;
+    assert!(err_text(&read).contains("outside the working directory"));
+}

@@ -179,8 +179,16 @@ fn unframed_error(text: &str) -> Option<String> {
     error_message(&value)
 }
 
-/// The `error.message` (or `message`) of a provider's error object, if the value is one.
+/// The `error.message` (or `message`) of a provider's error object, if the value is one; also
+/// Mistral's `{"object": "error", "message": ..}`, whose message may be a validation `detail`.
 pub(crate) fn error_message(value: &serde_json::Value) -> Option<String> {
+    if value.get("object").and_then(serde_json::Value::as_str) == Some("error") {
+        return Some(match value.get("message") {
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(message) => validation_detail(message).unwrap_or_else(|| message.to_string()),
+            None => value.to_string(),
+        });
+    }
     let error = value.get("error")?;
     let message = error
         .get("message")
@@ -189,4 +197,32 @@ pub(crate) fn error_message(value: &serde_json::Value) -> Option<String> {
         .or_else(|| error.as_str().map(str::to_owned))
         .unwrap_or_else(|| error.to_string());
     Some(message)
+}
+
+/// A validation error's `detail` list (`[{"loc": ["body", "model"], "msg": "Field required"}]`)
+/// as `body.model: Field required`, one entry a line.
+fn validation_detail(message: &serde_json::Value) -> Option<String> {
+    let entries = message.get("detail")?.as_array()?;
+    let lines: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let text = entry.get("msg")?.as_str()?;
+            let place: Vec<String> = entry
+                .get("loc")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|part| match part {
+                    serde_json::Value::String(name) => name.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            Some(if place.is_empty() {
+                text.to_owned()
+            } else {
+                format!("{}: {text}", place.join("."))
+            })
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }

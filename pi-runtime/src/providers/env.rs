@@ -6,14 +6,16 @@ use std::fmt;
 const OPENAI_DEFAULT: &str = "gpt-5-mini";
 const ANTHROPIC_DEFAULT: &str = "claude-sonnet-4-5";
 const GOOGLE_DEFAULT: &str = "gemini-2.5-flash";
+/// pi's default Mistral model.
+const MISTRAL_DEFAULT: &str = "devstral-medium-latest";
 
 /// The provider and model the environment points at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
-    /// `openai`, `anthropic`, `google`, or `openai-compatible`.
+    /// `openai`, `anthropic`, `google`, `mistral`, or `openai-compatible`.
     pub provider: String,
     /// The wire API (`openai-responses`, `anthropic-messages`, `google-generative-ai`,
-    /// `openai-completions`).
+    /// `mistral-conversations`, `openai-completions`).
     pub api: &'static str,
     /// The model id.
     pub model: String,
@@ -41,6 +43,7 @@ const HELP: &str = "Set one of:
   OPENAI_API_KEY     OpenAI (default model gpt-5-mini)
   ANTHROPIC_API_KEY  Anthropic (default model claude-sonnet-4-5)
   GEMINI_API_KEY     Google Gemini (default model gemini-2.5-flash; GOOGLE_API_KEY also works)
+  MISTRAL_API_KEY    Mistral (default model devstral-medium-latest)
   OPENAI_BASE_URL    an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter), e.g.
                      http://localhost:11434/v1, together with PI_MODEL=<model id>
 PI_MODEL=<provider>/<model> (e.g. anthropic/claude-haiku-4-5) picks a provider and model.";
@@ -55,10 +58,11 @@ impl Selection {
     /// unset).
     ///
     /// The model is `model_override`, else `PI_MODEL`; either may name the provider as
-    /// `provider/model` (`openai`, `anthropic`, `google`, or `openai-compatible`). Without a
-    /// named provider the first that is configured wins: `OPENAI_BASE_URL` (an OpenAI-compatible
-    /// server, key from `OPENAI_API_KEY` if set, model required), `OPENAI_API_KEY`,
-    /// `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`/`GOOGLE_API_KEY`.
+    /// `provider/model` (`openai`, `anthropic`, `google`, `mistral`, or `openai-compatible`).
+    /// Without a named provider the first that is configured wins: `OPENAI_BASE_URL` (an
+    /// OpenAI-compatible server, key from `OPENAI_API_KEY` if set, model required),
+    /// `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`/`GOOGLE_API_KEY`,
+    /// `MISTRAL_API_KEY`.
     ///
     /// ```
     /// use pi_runtime::providers::Selection;
@@ -88,6 +92,7 @@ impl Selection {
             "openai-compatible" => var("OPENAI_BASE_URL").is_some(),
             "openai" => var("OPENAI_API_KEY").is_some(),
             "anthropic" => var("ANTHROPIC_API_KEY").is_some(),
+            "mistral" => var("MISTRAL_API_KEY").is_some(),
             _ => var("GEMINI_API_KEY").is_some() || var("GOOGLE_API_KEY").is_some(),
         };
         let provider = match provider {
@@ -97,6 +102,7 @@ impl Selection {
                     "openai-compatible" => "OPENAI_BASE_URL",
                     "openai" => "OPENAI_API_KEY",
                     "anthropic" => "ANTHROPIC_API_KEY",
+                    "mistral" => "MISTRAL_API_KEY",
                     _ => "GEMINI_API_KEY",
                 };
                 return Err(MissingKey {
@@ -119,6 +125,7 @@ impl Selection {
             "openai-compatible" => ("openai-completions", None),
             "openai" => ("openai-responses", Some(OPENAI_DEFAULT)),
             "anthropic" => ("anthropic-messages", Some(ANTHROPIC_DEFAULT)),
+            "mistral" => ("mistral-conversations", Some(MISTRAL_DEFAULT)),
             _ => ("google-generative-ai", Some(GOOGLE_DEFAULT)),
         };
         let model = match (model, default) {
@@ -146,7 +153,9 @@ impl Selection {
     /// Builds the model (its key is read from the environment at each request).
     #[cfg(feature = "http")]
     pub fn into_model(self) -> Box<dyn crate::Model> {
-        use super::{AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses};
+        use super::{
+            AnthropicMessages, GoogleGenerativeAi, MistralChat, OpenAiCompletions, OpenAiResponses,
+        };
         match self.api {
             "openai-completions" => {
                 let mut model = OpenAiCompletions::new(self.model).provider_name(self.provider);
@@ -157,13 +166,20 @@ impl Selection {
             }
             "openai-responses" => Box::new(OpenAiResponses::new(self.model)),
             "anthropic-messages" => Box::new(AnthropicMessages::new(self.model)),
+            "mistral-conversations" => Box::new(MistralChat::new(self.model)),
             _ => Box::new(GoogleGenerativeAi::new(self.model)),
         }
     }
 }
 
 /// Providers in the order they are tried.
-const KNOWN: [&str; 4] = ["openai-compatible", "openai", "anthropic", "google"];
+const KNOWN: [&str; 5] = [
+    "openai-compatible",
+    "openai",
+    "anthropic",
+    "google",
+    "mistral",
+];
 
 /// A model chosen from the environment ([`Selection::resolve`] says how), or an error that says
 /// which variables to set.
@@ -240,6 +256,18 @@ mod tests {
         assert_eq!(
             (chosen.provider.as_str(), chosen.model.as_str()),
             ("google", "gemini-2.5-flash")
+        );
+        let chosen = Selection::resolve(None, env(&[("MISTRAL_API_KEY", "k")])).unwrap();
+        assert_eq!(
+            (chosen.api, chosen.model.as_str()),
+            ("mistral-conversations", "devstral-medium-latest")
+        );
+        let err = Selection::resolve(Some("mistral/mistral-large-latest"), env(&[])).unwrap_err();
+        assert!(
+            err.message.starts_with(
+                "The model \"mistral/mistral-large-latest\" needs MISTRAL_API_KEY, which is not set."
+            ),
+            "{err}"
         );
     }
 }

@@ -357,7 +357,7 @@ enum CallKey {
 
 /// Decodes `chat.completion.chunk` events.
 #[derive(Debug, Default)]
-struct CompletionsDecoder {
+pub(crate) struct CompletionsDecoder {
     /// Tool-call key to content index.
     calls: HashMap<CallKey, usize>,
     finish_reason: Option<String>,
@@ -368,7 +368,8 @@ impl CompletionsDecoder {
         match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => out.done(StopReason::ToolUse),
             Some("stop" | "end" | "eos") | None => out.done(StopReason::Stop),
-            Some("length") => out.done(StopReason::Length),
+            // `model_length`: Mistral's full context.
+            Some("length" | "model_length") => out.done(StopReason::Length),
             Some(other) => out.fail(
                 StopReason::Error,
                 format!("Provider finish_reason: {other}"),

@@ -11,11 +11,15 @@ use futures_util::StreamExt;
 use pi_tool::{AgentTool, BoxFuture, CancellationToken, StateMap, ToolRegistry};
 use tokio::sync::watch;
 
-use crate::agent_loop::{AgentContext, agent_loop, agent_loop_continue};
+use crate::agent_loop::{
+    AgentContext, AgentLoopError, AgentStream, Resume, ResumeRefused, agent_loop,
+    agent_loop_continue, agent_loop_resume,
+};
 use crate::config::AgentLoopConfig;
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, Message, UserMessage};
 use crate::model::Model;
+use crate::run_state::RunState;
 
 /// Misuse of an [`Agent`], with pi's texts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +111,8 @@ struct State {
     follow_up_mode: QueueMode,
     /// Counts the edits of the parts a running run picks up before its next turn.
     edits: Edits,
+    /// The state of the last run, when it paused on calls that wait (until taken).
+    paused: Option<RunState>,
 }
 
 /// How often each part a run can swap between turns was set; a run compares these with the
@@ -248,6 +254,7 @@ impl Agent {
                     steering_mode: QueueMode::OneAtATime,
                     follow_up_mode: QueueMode::OneAtATime,
                     edits: Edits::default(),
+                    paused: None,
                 }),
                 listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(0),
@@ -544,6 +551,62 @@ impl Agent {
         Ok(())
     }
 
+    /// The state of the last run when it paused on calls that wait (its `RunPaused` event
+    /// lists them), once: decide them and [`resume`](Self::resume) it, here or in another
+    /// process after storing it.
+    pub fn take_paused(&self) -> Option<RunState> {
+        self.state().paused.take()
+    }
+
+    /// Resumes a paused run (see [`agent_loop_resume`](crate::agent_loop_resume)): the agent's
+    /// system prompt and transcript become the state's, the decided calls run with the agent's
+    /// tools, hooks and listeners, then the run goes on. Returns when the run ends or pauses
+    /// again.
+    ///
+    /// # Errors
+    ///
+    /// A refused resume changes nothing (the agent's transcript included) and comes back with
+    /// its reason; a running agent refuses with [`ResumeError::AgentBusy`](crate::ResumeError::AgentBusy).
+    pub async fn resume(&self, resume: Resume) -> Result<(), ResumeRefused> {
+        let (signal, stream) = {
+            let mut state = self.state();
+            if state.is_running {
+                return Err(ResumeRefused {
+                    error: crate::ResumeError::AgentBusy,
+                    resume: Box::new(resume),
+                });
+            }
+            let messages = resume.state().messages.clone();
+            let system_prompt = resume.state().system_prompt.clone();
+            let start = self.begin(&mut state, None);
+            let stream = agent_loop_resume(
+                resume,
+                start.context,
+                start.config,
+                start.model,
+                start.signal.clone(),
+            );
+            match stream {
+                Ok(stream) => {
+                    state.messages = messages;
+                    state.system_prompt = system_prompt;
+                    (start.signal, stream)
+                }
+                Err(refused) => {
+                    drop(state);
+                    // Marks the agent idle again.
+                    drop(RunGuard {
+                        inner: Arc::clone(&self.inner),
+                        signal: start.signal,
+                    });
+                    return Err(refused);
+                }
+            }
+        };
+        self.drive_stream(signal, Ok(stream)).await;
+        Ok(())
+    }
+
     /// Marks the agent running and snapshots what the run needs (under the state lock, so two
     /// callers cannot both start).
     fn begin(&self, state: &mut State, prompts: Option<Vec<Message>>) -> RunStart {
@@ -646,6 +709,29 @@ impl Agent {
             Some(prompts) => Ok(agent_loop(prompts, context, config, model, signal.clone())),
             None => agent_loop_continue(context, config, model, signal.clone()),
         };
+        self.drive_stream_guarded(signal, stream).await;
+    }
+
+    /// Runs a started loop with its own idle guard.
+    async fn drive_stream(
+        &self,
+        signal: CancellationToken,
+        stream: Result<AgentStream, AgentLoopError>,
+    ) {
+        let _idle_on_exit = RunGuard {
+            inner: Arc::clone(&self.inner),
+            signal: signal.clone(),
+        };
+        self.drive_stream_guarded(signal, stream).await;
+    }
+
+    /// Reduces every event of a run into the state and awaits the listeners; keeps the state
+    /// of a run that paused.
+    async fn drive_stream_guarded(
+        &self,
+        signal: CancellationToken,
+        stream: Result<AgentStream, AgentLoopError>,
+    ) {
         match stream {
             Ok(stream) => {
                 let mut stream = stream.lockstep();
@@ -663,6 +749,9 @@ impl Agent {
                             tracing::error!("an agent listener panicked: {panic}");
                         }
                     }
+                }
+                if let Some(paused) = stream.take_paused() {
+                    self.state().paused = Some(paused);
                 }
             }
             Err(err) => {

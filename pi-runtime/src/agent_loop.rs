@@ -12,6 +12,7 @@ mod hooks;
 mod host;
 mod nested;
 mod resume;
+mod resume_start;
 mod run;
 mod spans;
 mod stream;
@@ -23,11 +24,13 @@ use pi_tool::CancellationToken;
 use tracing::Instrument;
 
 pub use context::AgentContext;
+pub use resume_start::{Resume, ResumeRefused};
 pub use stream::AgentStream;
 
 use crate::config::AgentLoopConfig;
 use crate::message::Message;
 use crate::model::Model;
+use crate::run_state::RunState;
 use emitter::{Emitter, Shared};
 use run::Run;
 
@@ -118,6 +121,98 @@ pub fn agent_loop_continue(
     }
 }
 
+/// Resumes a paused run (see [`RunState`](crate::RunState)) once its waiting calls are
+/// decided: the decided calls run first, through the loop's own pipeline (`before_tool_call`,
+/// `after_tool_call`, events, timeouts, limits), as the turn that made them; then the loop asks
+/// the model again, as after any batch. A denied call's result is an error with the reason; an
+/// answered call's is the answer; undecided calls wait again (with
+/// [`Resume::leave_undecided_waiting`]). `context` gives the tools (found again by name), the
+/// registry and the shared state; the system prompt and transcript are the state's.
+///
+/// # Errors
+///
+/// A state that is refused changes nothing and comes back in [`ResumeRefused`]: a newer
+/// format, no waiting call, a decision for an unknown call, undecided calls, a call to run
+/// whose tool the context lacks or whose arguments no longer validate, or a claim that could
+/// not record the decisions.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pi_runtime::{agent_loop, agent_loop_resume, AgentContext, AgentLoopConfig, AssistantContent,
+///                  AssistantMessage, Message, Resume, ScriptedModel, StopReason};
+/// use pi_tool::{tool, CancellationToken};
+///
+/// /// Refund an order.
+/// #[tool(approval)]
+/// async fn refund(cents: u64) -> String { format!("refunded {cents}") }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let model = Arc::new(ScriptedModel::new([
+///     AssistantMessage::new(vec![AssistantContent::tool_call("c1", "refund", serde_json::json!({"cents": 500}))], StopReason::ToolUse),
+///     AssistantMessage::new(vec![AssistantContent::text("Refunded.")], StopReason::Stop),
+/// ]));
+/// let context = || AgentContext::new("You handle refunds.").with_tool(RefundTool);
+/// let run = agent_loop(vec![Message::user("refund order 7")], context(), AgentLoopConfig::new(), model.clone(), CancellationToken::new());
+/// let (_, paused) = run.outcome().await;
+/// let mut state = paused.expect("the refund waits for approval");
+/// assert_eq!(state.waiting()[0].tool, "refund");
+///
+/// state.approve("c1").unwrap();
+/// let resumed = agent_loop_resume(Resume::new(state), context(), AgentLoopConfig::new(), model, CancellationToken::new()).unwrap();
+/// let (messages, paused) = resumed.outcome().await;
+/// assert!(paused.is_none());
+/// assert_eq!(messages[0].as_tool_result().unwrap().content[0], pi_tool::Content::text("refunded 500"));
+/// # });
+/// ```
+pub fn agent_loop_resume(
+    resume: Resume,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+) -> Result<AgentStream, ResumeRefused> {
+    let refuse = |error, resume| ResumeRefused {
+        error,
+        resume: Box::new(resume),
+    };
+    let resumed = match resume_start::check(&resume, &context, &config.argument_limits) {
+        Ok(resumed) => resumed,
+        Err(error) => return Err(refuse(error, resume)),
+    };
+    if let Some(claim) = &resume.claim
+        && let Err(err) = claim.record_decisions(&resume.state)
+    {
+        let error = crate::run_state::ResumeError::Store(err.to_string());
+        return Err(refuse(error, resume));
+    }
+    let Resume { state, claim, .. } = resume;
+    let RunState {
+        system_prompt,
+        messages,
+        activated_tools,
+        ..
+    } = state;
+    let mut context = context;
+    context.system_prompt = system_prompt;
+    context.messages = messages;
+    // Tools the run had activated from its registry are active again.
+    for name in &activated_tools {
+        if !context.tools.iter().any(|tool| &tool.spec().name == name)
+            && let Some(tool) = context.available.get(name)
+        {
+            context.tools.push(tool);
+        }
+    }
+    Ok(start_with(
+        Vec::new(),
+        context,
+        config,
+        model,
+        signal,
+        Some((resumed, claim, activated_tools)),
+    ))
+}
+
 fn start(
     prompts: Vec<Message>,
     context: AgentContext,
@@ -125,6 +220,27 @@ fn start(
     model: Arc<dyn Model>,
     signal: CancellationToken,
 ) -> AgentStream {
+    start_with(prompts, context, config, model, signal, None)
+}
+
+type Resuming = (
+    resume::Resumed,
+    Option<Arc<dyn crate::store::RunClaim>>,
+    Vec<String>,
+);
+
+fn start_with(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+    resuming: Option<Resuming>,
+) -> AgentStream {
+    let (resumed, claim, activated) = match resuming {
+        Some((resumed, claim, activated)) => (Some(resumed), claim, activated),
+        None => (None, None, Vec::new()),
+    };
     let shared = Shared::new();
     let AgentContext {
         system_prompt,
@@ -162,8 +278,10 @@ fn start(
         span: span.clone(),
         requests: 0,
         last_turn: None,
-        resumed: None,
-        activated: Vec::new(),
+        resumed,
+        activated,
+        claim,
+        paused: false,
     };
     AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

@@ -6,6 +6,7 @@ mod model;
 pub mod providers;
 mod request_tools;
 mod run_state;
+mod store;
 mod wait;
 
 pub use event::AgentEvent;
@@ -17,6 +18,9 @@ pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, To
 pub use pi_tool::WaitKind;
 pub use request_tools::{RequestTools, ToolSearchMode};
 pub use run_state::{RUN_STATE_FORMAT, ResumeError, RunState, RunStateReadError};
+#[cfg(feature = "sqlite")]
+pub use store::SqliteRunStore;
+pub use store::{JsonFileStore, RunClaim, RunStore, StoreError};
 pub use wait::{Decision, WaitingCall};
 
 mod agent;
@@ -26,7 +30,10 @@ mod scripted;
 mod turn_hooks;
 
 pub use agent::{Agent, AgentError, Listener, ListenerId, Prompt, QueueMode};
-pub use agent_loop::{AgentContext, AgentLoopError, AgentStream, agent_loop, agent_loop_continue};
+pub use agent_loop::{
+    AgentContext, AgentLoopError, AgentStream, Resume, ResumeRefused, agent_loop,
+    agent_loop_continue, agent_loop_resume,
+};
 pub use config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook,
     BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, DEFAULT_ABORT_GRACE,

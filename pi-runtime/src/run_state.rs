@@ -19,7 +19,9 @@ pub const RUN_STATE_FORMAT: u32 = 1;
 /// found again by name in the resuming process's context.
 ///
 /// A run that paused gives one ([`AgentStream::take_paused`](crate::AgentStream::take_paused));
-/// decide each waiting call, then resume it, in this process or after storing it.
+/// decide each waiting call, then resume it ([`agent_loop_resume`](crate::agent_loop_resume),
+/// [`Agent::resume`](crate::Agent::resume)), in this process or after storing it
+/// ([`RunStore`](crate::RunStore)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunState {
@@ -42,13 +44,18 @@ pub struct RunState {
     /// The decisions taken, by call id.
     #[serde(default)]
     pub decisions: BTreeMap<String, Decision>,
-    /// Approved calls a store recorded as started (exactly-once bookkeeping).
+    /// Approved calls a store recorded as started (exactly-once bookkeeping; see
+    /// [`RunClaim`](crate::RunClaim)).
     #[serde(default)]
     pub started: BTreeSet<String>,
     /// Results of decided calls that finished but are not in `messages` yet (written by a
     /// store as each call finishes), by call id.
     #[serde(default)]
     pub finished: BTreeMap<String, Arc<Message>>,
+    /// How often the stored run changed (0 for a state never stored): a store refuses to
+    /// resume a state loaded before the run changed.
+    #[serde(default)]
+    pub revision: u64,
 }
 
 /// Why a decision or a resume was refused. Nothing was changed.
@@ -96,6 +103,12 @@ pub enum ResumeError {
         /// The format found.
         found: u32,
     },
+    /// The agent is running: it resumes once idle.
+    #[error("the agent is running; resume once it is idle")]
+    AgentBusy,
+    /// The store's claim could not record the decisions.
+    #[error("the run store could not record the decisions: {0}")]
+    Store(String),
     /// The state is not a paused run (it waits for nothing).
     #[error("the run state has no waiting call: there is nothing to resume")]
     NotPaused,

@@ -20,6 +20,7 @@ use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, CustomMessage, Message, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
 use crate::run_state::{RUN_STATE_FORMAT, RunState};
+use crate::store::RunClaim;
 use crate::turn_hooks::{FinishTurn, RequestContext, TurnUpdate};
 use crate::wait::WaitingCall;
 
@@ -54,6 +55,10 @@ pub(crate) struct Run {
     pub(crate) resumed: Option<super::resume::Resumed>,
     /// Tools activated from the registry during the run (for a paused state).
     pub(crate) activated: Vec<String>,
+    /// On a resume with a store's claim: where the run records itself as it goes.
+    pub(crate) claim: Option<Arc<dyn RunClaim>>,
+    /// The run paused (its state was handed over).
+    pub(crate) paused: bool,
 }
 
 impl Run {
@@ -64,9 +69,23 @@ impl Run {
         for prompt in prompts {
             self.add_message(Arc::new(prompt)).await;
         }
-        let resuming = self.resumed.is_some();
+        // After a crash a store may hold the decided calls' results already: then the run
+        // goes on from its transcript.
+        let resuming = self
+            .resumed
+            .as_ref()
+            .is_some_and(|resumed| !resumed.waiting.is_empty());
+        if !resuming {
+            self.resumed = None;
+        }
         if !resuming || self.resume_batch().await {
             self.run_turns(!resuming).await;
+        }
+        if !self.paused
+            && let Some(claim) = &self.claim
+            && let Err(err) = claim.ended(&self.transcript)
+        {
+            tracing::error!("recording the end of the run in its store failed: {err}");
         }
         spans::record_run(&self.span, &self.new_messages);
         let messages = std::mem::take(&mut self.new_messages);
@@ -188,6 +207,7 @@ impl Run {
                         tool_results,
                     })
                     .await;
+                self.save_turn();
                 if end {
                     return;
                 }
@@ -261,7 +281,7 @@ impl Run {
                 tool_results,
             })
             .await;
-        let state = RunState {
+        let mut state = RunState {
             format: RUN_STATE_FORMAT,
             // The run ends here: the state takes the transcript (no copy).
             system_prompt: std::mem::take(&mut self.system_prompt),
@@ -272,7 +292,15 @@ impl Run {
             decisions: Default::default(),
             started: Default::default(),
             finished: Default::default(),
+            revision: 0,
         };
+        if let Some(claim) = &self.claim {
+            match claim.paused(&state) {
+                Ok(revision) => state.revision = revision,
+                Err(err) => tracing::error!("recording the paused run in its store failed: {err}"),
+            }
+        }
+        self.paused = true;
         self.emitter.shared().set_paused_state(state);
         self.emitter.emit(AgentEvent::RunPaused { waiting }).await;
     }
@@ -303,7 +331,17 @@ impl Run {
                 tool_results,
             })
             .await;
+        self.save_turn();
         more
+    }
+
+    /// With a store's claim: appends the turn's messages (the store holds the rest).
+    fn save_turn(&self) {
+        if let Some(claim) = &self.claim
+            && let Err(err) = claim.append(&self.transcript)
+        {
+            tracing::error!("recording a turn of the run in its store failed: {err}");
+        }
     }
 
     /// Brings tools named by results' `added_tool_names` in from the registry of available tools.

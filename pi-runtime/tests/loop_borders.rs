@@ -127,6 +127,67 @@ async fn a_call_answered_after_the_abort_grace_sends_no_more_updates() {
     }
 }
 
+/// A tool that hands its context to the test (which then sends an update each time it takes
+/// an event, as a tool whose updates come faster than the consumer takes them), sends one
+/// update itself, and answers once the run is aborted.
+fn chatty(handed: Arc<std::sync::Mutex<Option<ToolContext>>>) -> FnTool {
+    FnTool::value("chatty", move |_, ctx: ToolContext| {
+        let handed = Arc::clone(&handed);
+        async move {
+            *handed.lock().unwrap() = Some(ctx.clone());
+            ctx.update(ToolResult::text("started"));
+            ctx.signal().cancelled().await;
+            Ok(ToolResult::text("stopped"))
+        }
+    })
+}
+
+#[tokio::test]
+async fn updates_queued_before_every_resume_do_not_starve_the_loop() {
+    // In lockstep the loop waits for the consumer after each event, and a tool's update is
+    // queued whenever the consumer takes one; the loop must still get its own events out
+    // (here the end of `t2`, which finished at once). It used to wait for an empty queue.
+    let handed = Arc::new(std::sync::Mutex::new(None::<ToolContext>));
+    let signal = CancellationToken::new();
+    let context = AgentContext::new("")
+        .with_tool(chatty(Arc::clone(&handed)))
+        .with_tool(EchoTool);
+    let model = Arc::new(ScriptedModel::new([
+        calls(vec![
+            call("t1", "chatty", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+        ]),
+        text("never"),
+    ]));
+    let config = AgentLoopConfig::new().tool_execution(ToolExecution::Parallel);
+    let mut stream = agent_loop(
+        vec![Message::user("go")],
+        context,
+        config,
+        model,
+        signal.clone(),
+    )
+    .lockstep();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        if matches!(&event, AgentEvent::ToolExecutionEnd { call, .. } if call.id() == "t2") {
+            signal.cancel();
+        }
+        events.push(event);
+        let kinds: Vec<&str> = events.iter().take(12).map(AgentEvent::kind).collect();
+        assert!(
+            events.len() < 500,
+            "the loop's own events never came: {kinds:?}"
+        );
+        if let Some(ctx) = handed.lock().unwrap().as_ref() {
+            ctx.update(ToolResult::text("more"));
+        }
+    }
+    assert!(matches!(events.last(), Some(AgentEvent::AgentEnd { .. })));
+    let ended: Vec<String> = ends(&events).into_iter().map(|(id, ..)| id).collect();
+    assert_eq!(ended, ["t2", "t1"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompt_returns_while_a_leftover_task_keeps_reporting() {
     let stop = Arc::new(AtomicBool::new(false));

@@ -130,6 +130,11 @@ impl Emitter {
 impl Emitter {
     /// Queues several events under one lock (in chunks, pausing like [`emit`](Self::emit)).
     /// Takes any iterator, so a batch's events need not be collected first.
+    ///
+    /// Each chunk queues at least one event, even when the queue is already at `yield_after`:
+    /// a tool's updates are queued from outside the loop, and a tool that sends them faster
+    /// than the consumer takes them would otherwise refill the queue before every resume, and
+    /// the loop would wait for room forever (its run never ending, even after an abort).
     pub(crate) async fn emit_all<I>(&self, events: I)
     where
         I: IntoIterator<Item = AgentEvent>,
@@ -139,10 +144,10 @@ impl Emitter {
             let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
             let queued = {
                 let mut queue = self.shared.lock();
-                while queue.len() < yield_after {
-                    match events.next() {
-                        Some(event) => queue.push_back(event),
-                        None => break,
+                for event in events.by_ref() {
+                    queue.push_back(event);
+                    if queue.len() >= yield_after {
+                        break;
                     }
                 }
                 queue.len()
@@ -177,5 +182,47 @@ impl Future for YieldToConsumer<'_> {
             self.shared.paused.store(true, Ordering::Relaxed);
             Poll::Pending
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::Context;
+
+    use futures_util::task::noop_waker_ref;
+
+    use super::*;
+
+    /// The events in the queue, taken as the stream takes them.
+    fn drain(shared: &Shared) -> Vec<&'static str> {
+        let mut taken = VecDeque::new();
+        shared.drain_into(&mut taken);
+        taken.iter().map(AgentEvent::kind).collect()
+    }
+
+    #[test]
+    fn emit_all_gets_its_events_out_while_tool_updates_keep_the_queue_full() {
+        // Lockstep: the loop pauses after every event. A tool's update (any event queued from
+        // outside, here `agent_start`) is already queued when the loop wants to emit, and
+        // another arrives each time the consumer has taken the queue.
+        let shared = Shared::new();
+        shared.set_yield_after(1);
+        let emitter = Emitter::new(Arc::clone(&shared));
+        let mut cx = Context::from_waker(noop_waker_ref());
+        let mut emitting = pin!(emitter.emit_all([AgentEvent::TurnStart, AgentEvent::TurnStart]));
+        let mut emitted = 0;
+        for _ in 0..4 {
+            shared.push_now(AgentEvent::AgentStart);
+            let done = emitting.as_mut().poll(&mut cx).is_ready();
+            emitted += drain(&shared)
+                .iter()
+                .filter(|kind| **kind == "turn_start")
+                .count();
+            if done {
+                break;
+            }
+        }
+        assert_eq!(emitted, 2, "the loop's events never got into the queue");
     }
 }

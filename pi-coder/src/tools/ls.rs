@@ -2,12 +2,14 @@
 //! directories.
 
 use std::cmp::Ordering;
+use std::path::Path;
 use std::sync::LazyLock;
 
 use icu_collator::options::CollatorOptions;
 use icu_collator::{Collator, CollatorBorrowed};
 use pi_tool::{State, ToolContext, ToolError, ToolResult, tool};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::Workspace;
 use crate::tools::{Notice, aborted, listing, result_limit};
@@ -30,48 +32,16 @@ pub async fn ls(
     }
     let dir = workspace.resolve_or_cwd(path.as_deref())?;
     let limit = result_limit(limit, DEFAULT_LIMIT);
-    let metadata = tokio::fs::metadata(&dir)
+    // One blocking job for the whole folder: a `tokio::fs` call per entry would be a job each
+    // (a 100-entry folder, 100 jobs, and as many blocking threads under load).
+    let signal = ctx.signal().clone();
+    let listed = tokio::task::spawn_blocking(move || read_listing(&dir, limit, &signal))
         .await
-        .map_err(|_| ToolError::new(format!("Path not found: {}", dir.display())))?;
-    if !metadata.is_dir() {
-        return Err(ToolError::new(format!(
-            "Not a directory: {}",
-            dir.display()
-        )));
-    }
-    let mut names = Vec::new();
-    let mut reader = tokio::fs::read_dir(&dir)
-        .await
-        .map_err(|err| ToolError::new(format!("Cannot read directory: {err}")))?;
-    while let Some(entry) = reader
-        .next_entry()
-        .await
-        .map_err(|err| ToolError::new(format!("Cannot read directory: {err}")))?
-    {
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    sort_like_pi(&mut names);
-
-    let mut entries = Vec::new();
-    let mut limit_reached = false;
-    for name in &names {
-        if entries.len() >= limit {
-            limit_reached = true;
-            break;
-        }
-        if ctx.is_aborted() {
-            return Err(aborted());
-        }
-        // Follows symlinks; an entry that cannot be stat'ed (a dangling link, a loop) is skipped.
-        let Ok(meta) = tokio::fs::metadata(dir.join(name)).await else {
-            continue;
-        };
-        entries.push(if meta.is_dir() {
-            format!("{name}/")
-        } else {
-            name.clone()
-        });
-    }
+        .map_err(|err| ToolError::new(format!("Cannot read directory: {err}")))??;
+    let Listing {
+        entries,
+        limit_reached,
+    } = listed;
     if entries.is_empty() {
         return Ok(ToolResult::text("(empty directory)"));
     }
@@ -84,6 +54,62 @@ pub async fn ls(
         value: json!(limit),
     });
     Ok(listing(&entries, limit_notice, None))
+}
+
+/// A folder's entries, as the model sees them, up to the limit.
+struct Listing {
+    entries: Vec<String>,
+    limit_reached: bool,
+}
+
+/// Reads `dir` on the calling (blocking) thread: its entries sorted as pi sorts them, `/` after
+/// directories, at most `limit`; stops with "Operation aborted" once `signal` is cancelled.
+fn read_listing(
+    dir: &Path,
+    limit: usize,
+    signal: &CancellationToken,
+) -> Result<Listing, ToolError> {
+    let metadata = std::fs::metadata(dir)
+        .map_err(|_| ToolError::new(format!("Path not found: {}", dir.display())))?;
+    if !metadata.is_dir() {
+        return Err(ToolError::new(format!(
+            "Not a directory: {}",
+            dir.display()
+        )));
+    }
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .map_err(|err| ToolError::new(format!("Cannot read directory: {err}")))?
+    {
+        let entry = entry.map_err(|err| ToolError::new(format!("Cannot read directory: {err}")))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    sort_like_pi(&mut names);
+
+    let mut entries = Vec::new();
+    let mut limit_reached = false;
+    for name in names {
+        if entries.len() >= limit {
+            limit_reached = true;
+            break;
+        }
+        if signal.is_cancelled() {
+            return Err(aborted());
+        }
+        // Follows symlinks; an entry that cannot be stat'ed (a dangling link, a loop) is skipped.
+        let Ok(meta) = std::fs::metadata(dir.join(&name)) else {
+            continue;
+        };
+        entries.push(if meta.is_dir() {
+            format!("{name}/")
+        } else {
+            name
+        });
+    }
+    Ok(Listing {
+        entries,
+        limit_reached,
+    })
 }
 
 /// The Unicode collation (CLDR root, tertiary strength) behind JavaScript's `localeCompare` in

@@ -283,6 +283,9 @@ pub struct McpServeArgs {
     /// Confine read, edit, write, grep, find and ls to the working directory
     #[arg(long)]
     pub confine: bool,
+    /// The OS sandbox bash commands run in: workspace-write (the default), read-only, or off
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<pi_sandbox::SandboxMode>,
 }
 
 /// `--sandbox`'s value.

@@ -447,6 +447,44 @@ mod tests {
     }
 
     #[test]
+    fn only_the_agent_directory_sets_the_sandbox() {
+        let agent = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(
+            agent.path().join("settings.json"),
+            r#"{"sandbox": {"mode": "read-only", "network": true, "allowEnv": ["GH_TOKEN"]}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(project.path().join(".pi")).unwrap();
+        std::fs::write(
+            project.path().join(".pi/settings.json"),
+            r#"{"sandbox": "off"}"#,
+        )
+        .unwrap();
+        let mut warnings = Vec::new();
+        let settings = Settings::load(agent.path(), project.path(), |w| warnings.push(w));
+        assert!(
+            warnings[0].contains("\"sandbox\" is ignored"),
+            "{warnings:?}"
+        );
+        let policy = settings
+            .sandbox_policy(None, project.path(), agent.path())
+            .unwrap();
+        assert_eq!(policy.mode(), SandboxMode::ReadOnly);
+        assert!(policy.network() && !policy.hides_env("GH_TOKEN"));
+        // The flag wins over the setting; nothing set means workspace-write.
+        let flagged = settings
+            .sandbox_policy(Some(SandboxMode::FullAccess), project.path(), agent.path())
+            .unwrap();
+        assert_eq!(flagged.mode(), SandboxMode::FullAccess);
+        let default = Settings::default()
+            .sandbox_policy(None, project.path(), agent.path())
+            .unwrap();
+        assert_eq!(default.mode(), SandboxMode::WorkspaceWrite);
+        assert!(!default.network());
+    }
+
+    #[test]
     fn project_settings_merge_over_the_global_ones_key_by_key() {
         let agent = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();

@@ -25,8 +25,13 @@ const MIN_TOKEN_CHARS: usize = 16;
 pub(crate) async fn serve(args: &McpServeArgs) -> Result<(), String> {
     let cwd = working_dir(args.cwd.as_deref())?;
     // MCP clients show images to their models; `read` returns them.
+    // The clients' models run commands here too: the same sandbox as `pi`'s by default.
+    let sandbox = args
+        .sandbox
+        .unwrap_or(pi_sandbox::SandboxMode::WorkspaceWrite);
     let workspace = Workspace::new(&cwd)
         .confined(args.confine)
+        .sandboxed(sandbox)
         .with_images_supported(true);
     let server = McpServer::new(coding_tools(workspace))
         .with_name("pi")

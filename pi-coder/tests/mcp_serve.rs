@@ -99,3 +99,21 @@ async fn tools_work_in_cwd_and_confine_keeps_them_there() {
     );
     client.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_runs_in_the_workspace_write_sandbox() {
+    // Both outside the temporary directory, which the sandbox may write.
+    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(base).expect("temp dir");
+    let outside = tempfile::tempdir_in(base).expect("temp dir");
+    let client = serve(dir.path(), false).await;
+    let command = format!(
+        "touch inside; touch {}/escaped; echo done",
+        outside.path().display()
+    );
+    let result = call(&client, "bash", json!({ "command": command })).await;
+    assert!(text(&result).ends_with("done\n"), "{}", text(&result));
+    assert!(dir.path().join("inside").exists());
+    assert!(!outside.path().join("escaped").exists());
+    client.cancel().await.expect("close");
+}

@@ -1,5 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `callers`, `replay`, `approval`, and the annotation flags `read_only`,
+//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `keywords`, `callers`, `replay`, `approval`, and the annotation flags `read_only`,
 //! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
@@ -22,6 +22,7 @@ pub(crate) const KEYS: &[&str] = &[
     "blocking",
     "defer",
     "example",
+    "keywords",
     "eager_input_streaming",
     "callers",
     "replay",
@@ -63,6 +64,9 @@ pub(crate) struct ToolArgs {
     pub(crate) defer: Option<Path>,
     /// `example = "{..}"`, each time it is given: example arguments (checked in `examples`).
     pub(crate) examples: Vec<LitStr>,
+    /// `keywords = ["..", ..]`: words the tool search finds the tool by (checked in
+    /// `keywords`).
+    pub(crate) keywords: Option<Vec<LitStr>>,
     /// `eager_input_streaming`: the API may stream the arguments unbuffered.
     pub(crate) eager_input_streaming: Option<Path>,
     /// `callers = "code"`: the `ToolCallers` variant.
@@ -162,6 +166,10 @@ impl ToolArgs {
                 set_once(cx, &mut self.defer, &path, Some(path.clone()));
             }
             "example" => self.examples.extend(string_value(cx, &key, &meta)),
+            "keywords" => {
+                let value = crate::keywords::parse(cx, &meta);
+                set_once(cx, &mut self.keywords, &path, value);
+            }
             "eager_input_streaming" => {
                 if !matches!(meta, Meta::Path(_)) {
                     cx.error_spanned_by(

@@ -60,6 +60,7 @@ pub(crate) fn analyze(
     };
     tool_fn.validate(&cx, &args, &name, name_span, target);
     crate::examples::check(&cx, &args);
+    crate::keywords::check(&cx, &args);
     let checked = cx.check().map(|()| (args, name));
     (tool_fn, checked)
 }
@@ -240,6 +241,7 @@ pub(crate) fn generate(
     });
     let limit_methods = crate::limits::limit_methods(args);
     let example_methods = crate::examples::example_methods(args);
+    let keywords_method = crate::keywords::keywords_method(args);
     let policy_methods = crate::policies::policy_methods(args);
     let approval_method = crate::approval::approval_method(args.approval.as_ref(), &params_ident);
     let output_schema = output_schema_method(&item.sig.output);
@@ -356,6 +358,7 @@ pub(crate) fn generate(
                 #annotations
                 #limit_methods
                 #example_methods
+                #keywords_method
                 #policy_methods
                 #approval_method
                 #output_schema

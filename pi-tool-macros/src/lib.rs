@@ -8,6 +8,7 @@ mod ctxt;
 mod docs;
 mod examples;
 mod expand;
+mod keywords;
 mod limits;
 mod methods;
 mod policies;
@@ -54,10 +55,11 @@ use proc_macro::TokenStream;
 /// | `sequential` | any batch calling this tool runs one call at a time | the loop's setting |
 /// | `parallel` | the tool may run alongside the rest of its batch | the loop's setting |
 /// | `deny_unknown_fields` | an argument the schema does not name is an error (`additionalProperties: false`), reported with "did you mean" | unknown arguments are ignored |
-/// | `timeout = "30s"` | how long one call may run (`500ms`, `30s`, `5m`, `1h`); on expiry the agent loop cancels the call's token and answers `Tool <name> timed out after 30s` | the loop's `tool_timeout` (none) |
+/// | `timeout = "30s"` | how long one call may run (`500ms`, `30s`, `5m`, `1h`); on expiry the agent loop cancels the call's token and answers `Tool <name> timed out after 30s`; a sync `fn` needs `blocking` with it (a compile error otherwise) | the loop's `tool_timeout` (none) |
 /// | `blocking` | the fn blocks its thread (CPU work, blocking I/O): the agent loop runs each call on tokio's blocking pool, so other calls and events go on | runs on the loop's task |
 /// | `defer` | the tool is deferred: its schema is sent to the model only once it is loaded (by the `tool_search` tool, or by a call that names it); it is validated and runs like any other | sent with every request |
 /// | `example = r#"{"city": "Paris"}"#` | example arguments (a JSON object; give the key once per example), sent as Anthropic's `input_examples`; checked to be a JSON object at compile time and against the tool's own schema when `ToolRegistry::discover` registers it (an error), and never sent when they fail | none |
+/// | `keywords = ["ticket", "bug report"]` | words the built-in tool search finds the tool by besides its name, description and parameters (`AgentTool::keywords`); never sent to the model; each a non-blank word or short phrase (at most 60 characters), no repeats, at most 32, checked at compile time | none |
 /// | `eager_input_streaming` | the API may stream the arguments without buffering them (Anthropic's `eager_input_streaming`) | buffered |
 /// | `callers = "code"` | who may call the tool: `"model"` (only the model, directly), `"code"` (only from code: another tool's `ctx.call_tool`, a `code` tool's script; the model never sees it) or `"both"` | `"both"` |
 /// | `replay = "never"` | what a durable host (`pi-restate`) does with a call interrupted before its outcome was recorded: `"never"` answers that its outcome is unknown instead of running it again; `"safe"` runs it again | run again (at least once) |
@@ -74,7 +76,7 @@ use proc_macro::TokenStream;
 /// `ToolRegistry::discover` reads. Both structs take the fn's visibility.
 ///
 /// A sync `fn` is accepted together with `blocking` (it runs on the blocking pool, where it
-/// may block as it likes); without `blocking` the fn must be `async`.
+/// may block as it likes); without `blocking` it runs inline and may not have a `timeout`.
 ///
 /// # Description
 ///

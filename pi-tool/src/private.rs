@@ -30,6 +30,7 @@ pub struct ToolStatics {
     validator: OnceLock<ArgumentValidator>,
     output_schema: OnceLock<Value>,
     examples: OnceLock<Vec<Value>>,
+    keywords: OnceLock<Vec<String>>,
 }
 
 impl ToolStatics {
@@ -41,6 +42,7 @@ impl ToolStatics {
             validator: OnceLock::new(),
             output_schema: OnceLock::new(),
             examples: OnceLock::new(),
+            keywords: OnceLock::new(),
         }
     }
 
@@ -53,6 +55,12 @@ impl ToolStatics {
                 .filter_map(|text| serde_json::from_str(text).ok())
                 .collect()
         })
+    }
+
+    /// The `keywords = [..]` words, as `String`s on first use.
+    pub fn keywords(&self, words: &[&str]) -> &[String] {
+        self.keywords
+            .get_or_init(|| words.iter().map(|word| (*word).to_owned()).collect())
     }
 
     /// The spec, built on first use from the schema `parameters` makes (`schema_for::<P>`).

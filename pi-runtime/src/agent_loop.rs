@@ -1,6 +1,7 @@
 //! The agent loop (pi's `agentLoop` / `agentLoopContinue`): hands the tools to a model, runs its
 //! tool calls, and repeats until the model stops calling tools.
 
+mod approve;
 mod batch;
 mod call;
 mod clock;

@@ -21,6 +21,7 @@ use crate::model::StreamOptions;
 use crate::turn_hooks::{
     FinishTurn, FinishTurnHook, PrepareNextTurnHook, PrepareRequestHook, RequestContext, TurnUpdate,
 };
+use crate::wait::{Decision, WaitingCall};
 
 /// How the tool calls of one assistant message are scheduled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -47,7 +48,7 @@ pub struct BeforeToolCall {
     /// Mark the blocked call's result `terminate` (it counts towards ending the batch).
     pub terminate: bool,
     /// Do not run the call yet: it waits for approval with [`reason`](Self::reason), and the
-    /// run pauses. Ignored for a call
+    /// run pauses (or asks the [`approver`](AgentLoopConfig::approver)). Ignored for a call
     /// that was approved already (on resume), so the hook need not remember its decisions.
     pub suspend: bool,
 }
@@ -248,6 +249,24 @@ pub type AfterToolCallHook = Arc<
         + Send
         + Sync,
 >;
+/// The approver: decides a waiting call in process (see [`AgentLoopConfig::approver`]).
+pub type Approver = Arc<dyn Fn(WaitingCall) -> BoxFuture<'static, Decision> + Send + Sync>;
+
+/// How long the loop waits for its [`approver`](AgentLoopConfig::approver), and what happens
+/// then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApprovalTimeout {
+    /// Wait as long as it takes (an abort still ends the wait).
+    #[default]
+    WaitForever,
+    /// Deny the call after this long (the model gets an error result saying no decision came).
+    DenyAfter(Duration),
+    /// Pause the run after this long: the call waits in the run's [`RunState`](crate::RunState),
+    /// to be decided and resumed later.
+    PauseAfter(Duration),
+}
+
 /// `should_stop_after_turn`.
 pub type ShouldStopHook = Arc<dyn Fn(TurnEndContext) -> BoxFuture<'static, bool> + Send + Sync>;
 /// A source of steering or follow-up messages, polled by the loop.
@@ -338,6 +357,12 @@ pub struct AgentLoopConfig {
     /// after <timeout>`. Default `None`: a coding agent's shell may rightly run a long build;
     /// bound such tools one by one (`#[tool(timeout = "30s")]`), or set one here for all.
     pub tool_timeout: Option<Duration>,
+    /// Decides calls that wait for approval (or an external answer) in process, without
+    /// pausing the run: called once per waiting call, in call order, after `before_tool_call`.
+    /// `None` (the default): the run pauses on them.
+    pub approver: Option<Approver>,
+    /// How long the loop waits for the approver (default: as long as it takes).
+    pub approval_timeout: ApprovalTimeout,
     /// How many levels deep calls a tool makes of other tools
     /// ([`ToolContext::call_tool`](pi_tool::ToolContext::call_tool)) may nest; a nested call
     /// past it gets an error result. Default [`DEFAULT_MAX_NESTING_DEPTH`] (8).
@@ -367,6 +392,8 @@ impl Default for AgentLoopConfig {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             tool_timeout: None,
             max_nesting_depth: DEFAULT_MAX_NESTING_DEPTH,
+            approver: None,
+            approval_timeout: ApprovalTimeout::WaitForever,
         }
     }
 }
@@ -504,6 +531,31 @@ impl AgentLoopConfig {
         self
     }
 
+    /// Sets the [`approver`](Self::approver) and how long it may take.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pi_runtime::{AgentLoopConfig, ApprovalTimeout, Decision};
+    ///
+    /// let config = AgentLoopConfig::new().approver(
+    ///     |call| async move {
+    ///         if call.tool == "refund" { Decision::Approve } else { Decision::Deny { reason: "not now".into() } }
+    ///     },
+    ///     ApprovalTimeout::PauseAfter(Duration::from_secs(30)),
+    /// );
+    /// # let _ = config;
+    /// ```
+    #[must_use]
+    pub fn approver<F, Fut>(mut self, approver: F, timeout: ApprovalTimeout) -> Self
+    where
+        F: Fn(WaitingCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Decision> + Send + 'static,
+    {
+        self.approver = Some(Arc::new(move |call| Box::pin(approver(call))));
+        self.approval_timeout = timeout;
+        self
+    }
+
     /// Sets `should_stop_after_turn`.
     #[must_use]
     pub fn should_stop_after_turn<F, Fut>(mut self, hook: F) -> Self
@@ -605,6 +657,7 @@ impl fmt::Debug for AgentLoopConfig {
             ("finish_turn", self.finish_turn.is_some()),
             ("prepare_next_turn", self.prepare_next_turn.is_some()),
             ("prepare_request", self.prepare_request.is_some()),
+            ("approver", self.approver.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))

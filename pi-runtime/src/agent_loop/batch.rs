@@ -181,10 +181,10 @@ impl<'b> Batch<'_, 'b> {
                 .await;
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
-            let preparation = if self.env.config.before_tool_call.is_none() {
-                span.in_scope(|| self.validate(call, started))
-            } else {
+            let preparation = if self.prepares_async() {
                 self.prepare(call, started).instrument(span.clone()).await
+            } else {
+                span.in_scope(|| self.validate(call, started))
             };
             let mut done = match preparation {
                 Preparation::Wait(call, waiting) => {
@@ -218,7 +218,7 @@ impl<'b> Batch<'_, 'b> {
         // Every call of the batch in source order, from its preparation to its result, in one
         // vector: a batch of a thousand calls touches as little memory as it can.
         let mut slots: Vec<Slot<'b>> = Vec::with_capacity(count);
-        let hooked = self.env.config.before_tool_call.is_some();
+        let hooked = self.prepares_async();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
             self.env

@@ -81,6 +81,22 @@ impl Finished {
 impl<'b> Batch<'_, 'b> {
     /// Lookup, `prepare_arguments`, validation and `before_tool_call`, with the abort checks.
     pub(super) async fn prepare(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+        let preparation = self.prepare_with_hook(call, started).await;
+        match (preparation, &self.env.config.approver) {
+            (Preparation::Wait(call, waiting), Some(approver)) => {
+                self.ask_approver(approver, call, waiting, started).await
+            }
+            (preparation, _) => preparation,
+        }
+    }
+
+    /// Whether preparing a call may await (a `before_tool_call` hook or an approver is set).
+    pub(super) fn prepares_async(&self) -> bool {
+        self.env.config.before_tool_call.is_some() || self.env.config.approver.is_some()
+    }
+
+    /// [`prepare`](Self::prepare) up to the approver.
+    async fn prepare_with_hook(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }

@@ -58,6 +58,8 @@ pub(crate) struct ToolArgs {
     pub(crate) annotations: Vec<(&'static str, bool)>,
     /// `timeout = "30s"`, parsed.
     pub(crate) timeout: Option<std::time::Duration>,
+    /// The `timeout` key, for errors about it.
+    pub(crate) timeout_key: Option<Path>,
     /// `blocking`: run each call on tokio's blocking pool.
     pub(crate) blocking: Option<Path>,
     /// `defer`: the schema is sent only once the tool is loaded.
@@ -123,6 +125,9 @@ impl ToolArgs {
                         .map_err(|err| cx.syn_error(err))
                         .ok()
                 });
+                if value.is_some() {
+                    self.timeout_key = Some(path.clone());
+                }
                 set_once(cx, &mut self.timeout, &path, value);
             }
             "callers" => {

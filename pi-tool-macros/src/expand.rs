@@ -60,6 +60,7 @@ pub(crate) fn analyze(
     };
     tool_fn.validate(&cx, &args, &name, name_span, target);
     crate::examples::check(&cx, &args);
+    crate::limits::check(&cx, &args, &tool_fn.item.sig);
     crate::keywords::check(&cx, &args);
     let checked = cx.check().map(|()| (args, name));
     (tool_fn, checked)

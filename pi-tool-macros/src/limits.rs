@@ -8,6 +8,26 @@ use quote::quote;
 use syn::LitStr;
 
 use crate::attr::ToolArgs;
+use crate::ctxt::Ctxt;
+
+/// A `timeout` on a sync `fn` without `blocking` is refused: such a fn runs inline, inside the
+/// call's future, so nothing can stop it before it returns and the timeout would never fire.
+pub(crate) fn check(cx: &Ctxt, args: &ToolArgs, sig: &syn::Signature) {
+    if sig.asyncness.is_some() || args.blocking.is_some() {
+        return;
+    }
+    if let Some(key) = &args.timeout_key {
+        cx.error_spanned_by(
+            key,
+            format!(
+                "`timeout` cannot stop a sync `fn`: it runs inline, so the call ends only when `{}` returns; \
+                 add `blocking` (`#[tool(blocking, timeout = ..)]`: the fn runs on the blocking pool and the \
+                 call is answered when the timeout expires) or make the fn `async`",
+                sig.ident
+            ),
+        );
+    }
+}
 
 /// Parses `500ms`, `30s`, `5m`, `1h` (a whole number and a unit, no space).
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -221,10 +221,13 @@ fn git_stays_read_only() {
 fn no_mount_unshare_or_bind_of_the_temp_dir() {
     let f = Fixture::new();
     let out = f.out().display().to_string();
+    // A folder in the temporary directory (which the sandbox may write), bound over one outside.
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp.path().display().to_string();
     for script in [
-        format!("mount --bind /tmp {out}"),
+        format!("mount --bind {tmp} {out}"),
         format!("mount -t tmpfs none {out}"),
-        "mkdir m && mount -t tmpfs none m".to_owned(),
+        "mkdir -p m && mount -t tmpfs none m".to_owned(),
         "mount -o remount,rw .git".to_owned(),
         "umount .git".to_owned(),
         "unshare -r true".to_owned(),
@@ -235,6 +238,16 @@ fn no_mount_unshare_or_bind_of_the_temp_dir() {
         "python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)'".to_owned(),
     ] {
         let ran = f.run(&f.policy(), &script);
+        if ran.code == Some(0) {
+            // The escape worked (as root, on the host): undo the mounts before failing, so
+            // that removing the fixtures cannot reach through them.
+            for target in [f.out().to_path_buf(), f.ws().join("m")] {
+                let _ = std::process::Command::new("umount")
+                    .arg("-l")
+                    .arg(target)
+                    .status();
+            }
+        }
         assert_ne!(ran.code, Some(0), "escaped: {script}: {}", ran.output);
     }
     assert!(

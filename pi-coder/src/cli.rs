@@ -83,8 +83,8 @@ pub struct Args {
     /// Print mode: send the prompts, print the answer and exit
     #[arg(short = 'p', long = "print")]
     pub print: bool,
-    /// Provider: openai, anthropic, google, mistral, openai-compatible or one of models.json
-    /// (default: the first configured in the environment)
+    /// Provider: openai, anthropic, google, mistral, azure-openai-responses, openai-compatible
+    /// or one of models.json (default: the first configured in the environment)
     #[arg(long, env = "PI_PROVIDER")]
     pub provider: Option<String>,
     /// Model id, or provider/model (default: $PI_MODEL, else the provider's default)

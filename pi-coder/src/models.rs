@@ -1,5 +1,6 @@
 //! The models `pi` knows, as pi 0.73.1's `ModelRegistry` knows them: the built-in catalog of the
-//! providers this crate speaks (OpenAI, Anthropic, Google, Mistral; `models/catalog-pi-0.73.1.json`,
+//! providers this crate speaks (OpenAI, Anthropic, Google, Mistral, Azure OpenAI;
+//! `models/catalog-pi-0.73.1.json`,
 //! written from pi's own `MODELS` by `models/record.mjs`), plus the providers and models of
 //! `models.json`. Each model comes with what the agent needs besides its id: the context window
 //! (compaction), the output limit, whether it reasons (thinking levels), whether it reads
@@ -11,8 +12,8 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use pi_runtime::providers::{
-    AnthropicMessages, CompletionsCompat, GoogleGenerativeAi, MistralChat, OpenAiCompletions,
-    OpenAiResponses,
+    AnthropicMessages, AzureOpenAiResponses, CompletionsCompat, GoogleGenerativeAi, MistralChat,
+    OpenAiCompletions, OpenAiResponses,
 };
 use pi_runtime::{AssistantEvent, AssistantMessage, Context, Model, StreamOptions, ThinkingLevel};
 use pi_tool::Usage;
@@ -22,15 +23,22 @@ use serde_json::{Map, Value};
 use crate::config::{ModelCost, ModelsConfig, ProviderConfig, resolve_config_value};
 
 /// The providers of the built-in catalog.
-pub const BUILT_IN_PROVIDERS: [&str; 4] = ["openai", "anthropic", "google", "mistral"];
+pub const BUILT_IN_PROVIDERS: [&str; 5] = [
+    "openai",
+    "anthropic",
+    "google",
+    "mistral",
+    "azure-openai-responses",
+];
 
 /// The wire APIs this crate speaks.
-pub const SUPPORTED_APIS: [&str; 5] = [
+pub const SUPPORTED_APIS: [&str; 6] = [
     OpenAiCompletions::API,
     OpenAiResponses::API,
     AnthropicMessages::API,
     GoogleGenerativeAi::API,
     MistralChat::API,
+    AzureOpenAiResponses::API,
 ];
 
 /// pi's built-in catalog for [`BUILT_IN_PROVIDERS`].
@@ -44,11 +52,12 @@ pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
 const MAX_TOKENS_CAP: u64 = 32_000;
 
 /// pi's default model per built-in provider (`defaultModelPerProvider`).
-const PI_DEFAULT_MODELS: [(&str, &str); 4] = [
+const PI_DEFAULT_MODELS: [(&str, &str); 5] = [
     ("anthropic", "claude-opus-4-7"),
     ("openai", "gpt-5.4"),
     ("google", "gemini-3.1-pro-preview"),
     ("mistral", "devstral-medium-latest"),
+    ("azure-openai-responses", "gpt-5.4"),
 ];
 
 /// A model and what is known about it, serialized as pi's `Model` (RPC's `get_state`).
@@ -496,6 +505,15 @@ impl ModelRegistry {
             GoogleGenerativeAi::API => {
                 Arc::new(configure!(GoogleGenerativeAi::new(info.id.clone())))
             }
+            // pi's catalog has no endpoint for Azure: an empty one is read from the
+            // environment at each request (AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME).
+            AzureOpenAiResponses::API => {
+                let mut model = configure!(AzureOpenAiResponses::new(info.id.clone()));
+                if let Some(strict) = strict {
+                    model = model.strict(strict);
+                }
+                Arc::new(model)
+            }
             MistralChat::API => {
                 let mut model = configure!(MistralChat::new(info.id.clone()));
                 if let Some(strict) = strict {
@@ -586,6 +604,7 @@ fn env_key(provider: &str) -> Option<String> {
         "anthropic" => &["ANTHROPIC_API_KEY"],
         "google" => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         "mistral" => &["MISTRAL_API_KEY"],
+        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
         _ => &[],
     };
     names
@@ -850,6 +869,24 @@ mod tests {
         assert_eq!(
             PI_DEFAULT_MODELS.iter().find(|(p, _)| *p == "mistral"),
             Some(&("mistral", "devstral-medium-latest"))
+        );
+    }
+
+    #[test]
+    fn azure_models_are_built_on_azures_api() {
+        let registry = registry(r#"{"providers": {}}"#);
+        let (gpt, _, warning) = registry
+            .resolve_cli(Some("azure-openai-responses"), "gpt-5.4")
+            .unwrap();
+        assert_eq!(warning, None);
+        let model = registry.build(&gpt, Some("k"), None).unwrap();
+        assert_eq!(
+            (model.api(), model.provider(), model.id()),
+            (
+                "azure-openai-responses",
+                "azure-openai-responses",
+                "gpt-5.4"
+            )
         );
     }
 

@@ -1,5 +1,5 @@
 //! Real model APIs: OpenAI Chat Completions (and every OpenAI-compatible server), OpenAI
-//! Responses, Anthropic Messages, Google Generative AI and Mistral.
+//! Responses, Anthropic Messages, Google Generative AI, Mistral, and Azure OpenAI.
 //!
 //! Each provider is a [`Model`](crate::Model) with a builder (base URL, key, timeouts, retries,
 //! headers). The wire formats, the schema lowering, the stream decoders and the incremental
@@ -30,7 +30,9 @@ macro_rules! model_identity {
 
 mod anthropic;
 mod assemble;
+mod azure_openai;
 mod decode;
+mod entra_id;
 mod env;
 mod google;
 #[cfg(feature = "http")]
@@ -50,7 +52,9 @@ mod sse;
 mod transform;
 
 pub use anthropic::AnthropicMessages;
+pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
 pub use decode::ResponseDecoder;
+pub use entra_id::{EntraTokenProvider, StaticToken, TokenFuture, TokenResult};
 #[cfg(feature = "http")]
 pub use env::from_env;
 pub use env::{MissingKey, Selection, select_from_env};

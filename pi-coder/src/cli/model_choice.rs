@@ -353,6 +353,8 @@ const HELP: &str = "Set one of:
   ANTHROPIC_API_KEY  Anthropic (default model claude-sonnet-4-5)
   GEMINI_API_KEY     Google Gemini (default model gemini-2.5-flash; GOOGLE_API_KEY also works)
   MISTRAL_API_KEY    Mistral (default model devstral-medium-latest)
+  AZURE_OPENAI_API_KEY  Azure OpenAI (--provider azure-openai-responses), with
+                     AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME
   OPENAI_BASE_URL    an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter), e.g.
                      http://localhost:11434/v1, together with PI_MODEL=<model id>
 PI_MODEL=<provider>/<model> (e.g. anthropic/claude-haiku-4-5) picks a provider and model.
@@ -379,6 +381,9 @@ fn provider_keys(provider: &str) -> &'static str {
         "anthropic" => "ANTHROPIC_API_KEY",
         "google" => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
         "mistral" => "MISTRAL_API_KEY",
+        "azure-openai-responses" => {
+            "AZURE_OPENAI_API_KEY (with AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME)"
+        }
         _ => "OPENAI_BASE_URL (or --base-url) and a model (--model or PI_MODEL)",
     }
 }

@@ -7,7 +7,7 @@ import { pathToFileURL } from "url";
 const [root] = process.argv.slice(2);
 const ai = await import(pathToFileURL(join(root, "node_modules/@mariozechner/pi-ai/dist/models.js")).href);
 const out = [];
-for (const provider of ["openai", "anthropic", "google", "mistral"]) {
+for (const provider of ["openai", "anthropic", "google", "mistral", "azure-openai-responses"]) {
 	for (const m of ai.getModels(provider)) {
 		const entry = {
 			provider: m.provider, id: m.id, name: m.name, api: m.api, baseUrl: m.baseUrl,

@@ -79,6 +79,7 @@ impl Home {
             "GEMINI_API_KEY",
             "GOOGLE_API_KEY",
             "MISTRAL_API_KEY",
+            "AZURE_OPENAI_API_KEY",
             "OPENAI_BASE_URL",
             "PI_MODEL",
             "PI_PROVIDER",

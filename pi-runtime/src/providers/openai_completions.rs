@@ -154,8 +154,19 @@ impl OpenAiCompletions {
 
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
+        self.request_body_as(Self::API, context, options)
+    }
+
+    /// The body, with the transcript replayed as to a model of `api` (Azure OpenAI sends this
+    /// wire under its own API name).
+    pub(crate) fn request_body_as(
+        &self,
+        api: &'static str,
+        context: Context<'_>,
+        options: &StreamOptions,
+    ) -> Value {
         let compat = self.compat_flags();
-        let target = self.settings.target(Self::API, IdRule::OpenAiCompletions);
+        let target = self.settings.target(api, IdRule::OpenAiCompletions);
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
             let role = if compat.developer_role {
@@ -269,7 +280,7 @@ impl OpenAiCompletions {
         Value::Object(body)
     }
 
-    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+    pub(crate) fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(CompletionsDecoder::default())
     }
 }

@@ -59,7 +59,18 @@ impl OpenAiResponses {
 
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
-        let target = self.settings.target(Self::API, IdRule::Sanitize64);
+        self.request_body_as(Self::API, context, options)
+    }
+
+    /// The body, with the transcript replayed as to a model of `api` (Azure OpenAI sends this
+    /// wire under its own API name).
+    pub(crate) fn request_body_as(
+        &self,
+        api: &'static str,
+        context: Context<'_>,
+        options: &StreamOptions,
+    ) -> Value {
+        let target = self.settings.target(api, IdRule::Sanitize64);
         let mut input = Vec::new();
         if !context.system_prompt.is_empty() {
             input.push(json!({"role": "system", "content": context.system_prompt}));
@@ -137,7 +148,7 @@ impl OpenAiResponses {
         Value::Object(body)
     }
 
-    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+    pub(crate) fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(ResponsesDecoder::default())
     }
 }

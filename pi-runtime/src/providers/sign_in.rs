@@ -13,6 +13,8 @@ pub(crate) struct KeyHint {
     advice: String,
     /// The credential the request was sent with.
     secret: Option<String>,
+    /// Appended to a 404 message (a wrong endpoint or deployment).
+    not_found: Option<String>,
 }
 
 impl KeyHint {
@@ -28,16 +30,23 @@ impl KeyHint {
         KeyHint {
             advice,
             secret: settings.resolve_key(options.api_key.as_deref()),
+            not_found: None,
         }
     }
 
-    /// A hint with its own advice (a token provider, a deployment).
-    #[cfg(test)]
+    /// A hint with its own advice (a token provider).
     pub(crate) fn with_advice(advice: impl Into<String>, secret: Option<String>) -> Self {
         KeyHint {
             advice: advice.into(),
             secret,
+            not_found: None,
         }
+    }
+
+    /// What to check when the provider answers 404 (the endpoint or deployment is wrong).
+    pub(crate) fn when_not_found(mut self, advice: impl Into<String>) -> Self {
+        self.not_found = Some(advice.into());
+        self
     }
 
     /// The message as the user sees it.
@@ -49,6 +58,12 @@ impl KeyHint {
         };
         if message.starts_with("401 ") || message.starts_with("403 ") {
             message = format!("{message} (sign-in refused: {})", self.advice);
+        } else if let Some(advice) = self
+            .not_found
+            .as_ref()
+            .filter(|_| message.starts_with("404 "))
+        {
+            message = format!("{message} ({advice})");
         }
         message
     }

@@ -331,3 +331,48 @@ async fn aborting_the_run_still_reaches_each_calls_own_signal() {
         vec![("t1".into(), false, "saw the abort: true".into())]
     );
 }
+
+/// Settings a tool reads as shared state.
+struct Settings {
+    unit: String,
+}
+
+/// Give the temperature.
+#[pi_tool::tool]
+async fn temperature(settings: pi_tool::State<Settings>) -> String {
+    format!("21 {}", settings.unit)
+}
+
+#[tokio::test]
+async fn a_run_whose_tool_lacks_its_state_stops_before_asking_the_model() {
+    let model = Arc::new(ScriptedModel::new([text("never")]));
+    let context = AgentContext::new("").with_tool(TemperatureTool);
+    let run = agent_loop(
+        vec![Message::user("go")],
+        context.clone(),
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    );
+    let messages = tokio::time::timeout(HANG, run.messages()).await.unwrap();
+    assert!(model.requests().is_empty(), "the model was asked");
+    let answer = messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(answer.stop_reason, StopReason::Error);
+    let error = answer.error_message.as_deref().unwrap();
+    assert!(
+        error.contains("`temperature`") && error.contains("loop_borders::Settings"),
+        "{error}"
+    );
+
+    // With the state given, the same run asks the model.
+    let context = context.with_state(Settings { unit: "C".into() });
+    let run = agent_loop(
+        vec![Message::user("go")],
+        context,
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    );
+    tokio::time::timeout(HANG, run.messages()).await.unwrap();
+    assert_eq!(model.requests().len(), 1);
+}

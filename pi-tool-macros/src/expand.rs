@@ -241,6 +241,7 @@ pub(crate) fn generate(
         }
     });
     let limit_methods = crate::limits::limit_methods(args);
+    let state_types_method = state_types_method(tool_fn);
     let example_methods = crate::examples::example_methods(args);
     let keywords_method = crate::keywords::keywords_method(args);
     let policy_methods = crate::policies::policy_methods(args);
@@ -358,6 +359,7 @@ pub(crate) fn generate(
                 #prepare
                 #annotations
                 #limit_methods
+                #state_types_method
                 #example_methods
                 #keywords_method
                 #policy_methods
@@ -404,6 +406,26 @@ pub(crate) fn generate(
             #registration
         };
     }
+}
+
+/// `state_types()` listing the fn's `State<T>` parameters, so a host reports a missing `T`
+/// before the first call (nothing when there are none: the trait's default).
+fn state_types_method(tool_fn: &ToolFn) -> Option<TokenStream> {
+    let types: Vec<&syn::Type> = tool_fn
+        .params
+        .iter()
+        .filter_map(|param| match &param.kind {
+            ParamKind::State(inner) => Some(&**inner),
+            _ => None,
+        })
+        .collect();
+    (!types.is_empty()).then(|| {
+        quote! {
+            fn state_types(&self) -> ::pi_tool::__private::Vec<::pi_tool::StateType> {
+                ::pi_tool::__private::Vec::from([#(::pi_tool::StateType::of::<#types>()),*])
+            }
+        }
+    })
 }
 
 /// `output_schema()` for a return type that names `Json` (`Json<T>`, `Result<Json<T>, E>`):

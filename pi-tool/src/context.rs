@@ -624,6 +624,13 @@ impl StateMap {
         StateMap::default()
     }
 
+    /// Whether a value of the type with this id is stored.
+    pub(crate) fn contains_type(&self, id: TypeId) -> bool {
+        self.values
+            .as_ref()
+            .is_some_and(|values| values.contains_key(&id))
+    }
+
     /// Stores `value`, replacing any earlier value of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
         self.insert_arc(Arc::new(value));

@@ -63,6 +63,9 @@ impl AgentTool for Deferred {
     fn keywords(&self) -> &[String] {
         self.0.keywords()
     }
+    fn state_types(&self) -> Vec<crate::StateType> {
+        self.0.state_types()
+    }
     fn callers(&self) -> ToolCallers {
         self.0.callers()
     }

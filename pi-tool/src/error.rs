@@ -79,6 +79,18 @@ pub enum RegistryError {
         /// Where the second definition is.
         second: String,
     },
+    /// A tool takes `State<T>` and no `T` was given (see
+    /// [`ToolRegistry::check_state`](crate::ToolRegistry::check_state)).
+    #[error(
+        "the tool `{tool}` takes `State<{type_name}>`, but no `{type_name}` was given: add it with \
+         `with_state(..)` (on the registry or the agent context) before the tools run"
+    )]
+    MissingState {
+        /// The tool's name.
+        tool: String,
+        /// The state type.
+        type_name: String,
+    },
     /// A name asked for is not registered.
     #[error("no tool named `{name}` is registered{suggestion}")]
     UnknownTool {

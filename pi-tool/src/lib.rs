@@ -26,6 +26,7 @@ mod result_limit;
 mod run;
 mod schema;
 mod spec;
+mod state_check;
 mod suggest;
 mod timer;
 mod tool;
@@ -72,6 +73,7 @@ pub use run::{
 };
 pub use schema::{provider_neutral, schema_for};
 pub use spec::{ExecutionMode, ToolCall, ToolSpec};
+pub use state_check::{MissingState, StateType, missing_state};
 pub use timer::Deadline;
 pub use tool::{AgentTool, BoxFuture};
 pub use tool_search::{

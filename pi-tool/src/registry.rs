@@ -329,6 +329,21 @@ impl ToolRegistry {
         &self.inner.state
     }
 
+    /// An error for the first registered tool that takes a `State<T>` whose `T` was not given
+    /// (with [`with_state`](Self::with_state)), naming the tool and the type; call it once the
+    /// state is in, before the tools run. [`missing_state`](crate::missing_state) lists them
+    /// all. The agent loop checks its tools before each request to the model, and a run
+    /// whose tool lacks its state ends with that error before the model is asked.
+    pub fn check_state(&self) -> Result<(), RegistryError> {
+        match crate::missing_state(self.tools(), self.state())
+            .into_iter()
+            .next()
+        {
+            Some(missing) => Err(missing.into_error()),
+            None => Ok(()),
+        }
+    }
+
     /// A context for one call, carrying this registry's state (add a signal or update sink with
     /// its `with_*` methods).
     pub fn context(&self, tool_call_id: &str) -> ToolContext {

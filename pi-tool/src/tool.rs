@@ -95,6 +95,13 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
         &[]
     }
 
+    /// The types this tool takes as [`State<T>`](crate::State), so a host can report a missing
+    /// one before the first call ([`missing_state`](crate::missing_state)). `#[tool]` lists its
+    /// `State<T>` parameters (not those marked `#[inject]`). Default none.
+    fn state_types(&self) -> Vec<crate::StateType> {
+        Vec::new()
+    }
+
     /// Whether the API may stream this tool's arguments without buffering and checking them
     /// first (Anthropic's `eager_input_streaming`): long arguments start arriving sooner, but a
     /// cut response can leave them invalid JSON (the loop answers that as any bad call). Default

@@ -577,6 +577,14 @@ impl Run {
         if self.signal.is_cancelled() {
             return Err(self.failed(StopReason::Aborted, ABORTED));
         }
+        // A tool taking `State<T>` with no `T` given would fail at its first call, with a
+        // message only the model reads: the run stops before it asks the model.
+        if let Some(missing) = pi_tool::missing_state(self.tools.tools(), &self.state)
+            .into_iter()
+            .next()
+        {
+            return Err(self.failed(StopReason::Error, missing.into_error().to_string()));
+        }
         let context = Context {
             system_prompt: &self.system_prompt,
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),

@@ -5,6 +5,7 @@
 #![cfg(feature = "http")]
 
 mod recorded;
+mod sdk_types;
 mod wire_server;
 
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use futures_util::StreamExt;
 use pi_runtime::providers::MistralChat;
 use pi_runtime::{
     AssistantContent, AssistantEvent, AssistantMessage, Context, Message, Model, StopReason,
-    StreamOptions, ThinkingLevel, ToolChoice, ToolResultMessage,
+    StreamOptions, ThinkingLevel, ToolChoice, ToolResultMessage, UserMessage,
 };
 use pi_tool::{Content, ToolSpec};
 use serde_json::{Value, json};
@@ -450,5 +451,61 @@ fn recorded_mistral_streams_decode_at_every_split() {
     assert_eq!(
         (call.call.id.as_str(), call.call.arguments.clone()),
         ("gSIMJiOkT", json!({"location": "San Francisco"}))
+    );
+}
+
+/// Our bodies pass Mistral's own SDK's request schema with every field intact
+/// (`tests/sdk_types/mistral_wire.mjs`; the SDK from `.ci/install-test-deps`).
+#[test]
+fn mistrals_sdk_takes_our_bodies() {
+    let sdk =
+        "node_modules/@mistralai/mistralai/esm/models/components/chatcompletionstreamrequest.js";
+    if sdk_types::file(sdk).is_none() || sdk_types::file("node22").is_none() {
+        return;
+    }
+    let forced = options(|o| {
+        o.tool_choice = Some(ToolChoice::Required);
+        o.max_tokens = Some(300);
+        o.temperature = Some(0.3);
+        o.thinking = Some(ThinkingLevel::High);
+    });
+    let named = options(|o| o.tool_choice = Some(ToolChoice::Tool("get_weather".into())));
+    let thinking = options(|o| o.thinking = Some(ThinkingLevel::Low));
+    let image = vec![Arc::new(Message::User(UserMessage::new(vec![
+        Content::text("What is this?"),
+        Content::image("AAAA", "image/png"),
+    ])))];
+    let bodies = vec![
+        body(&MistralChat::new("magistral-medium-latest"), &forced),
+        body(
+            &MistralChat::new("mistral-large-latest").strict(true),
+            &named,
+        ),
+        body(&MistralChat::new("mistral-small-latest"), &thinking),
+        MistralChat::new("pixtral-large-latest").request_body(
+            Context {
+                system_prompt: "",
+                messages: &image,
+                tools: &[],
+            },
+            &StreamOptions::default(),
+        ),
+    ];
+    let file = std::env::temp_dir().join(format!("pi-mistral-bodies-{}.json", std::process::id()));
+    std::fs::write(&file, serde_json::to_vec(&bodies).unwrap()).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_types/mistral_wire.mjs");
+    let output = std::process::Command::new(sdk_types::folder().join("node22"))
+        .arg(script)
+        .arg(sdk_types::folder())
+        .arg(&file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }

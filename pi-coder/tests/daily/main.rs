@@ -10,6 +10,7 @@ mod flags;
 mod interactive;
 mod mock;
 mod modes;
+mod providers;
 mod side_by_side;
 
 use std::path::{Path, PathBuf};

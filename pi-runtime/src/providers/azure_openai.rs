@@ -6,6 +6,9 @@
 //! The bodies and decoders are OpenAI's (`openai_responses`, `openai_completions`); this file
 //! only says where a request goes, how it is signed, and what Azure's refusals mean.
 
+// Without HTTP there are no requests: only the bodies and decoders are used.
+#![cfg_attr(not(feature = "http"), allow(dead_code))]
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 

@@ -408,6 +408,8 @@ fn recorded_mistral_streams_decode_at_every_split() {
             "The user is asking for 2+2.",
             0,
         ),
+        // A call streamed in pieces (the name first, then the arguments), with cached tokens.
+        ("mistral-incremental-tool-call", "", "", 1),
     ];
     for (name, text, thinking_start, calls) in cases {
         let path = format!("providers/vercel-ai/openai-completions/{name}.chunks.txt");
@@ -451,6 +453,27 @@ fn recorded_mistral_streams_decode_at_every_split() {
     assert_eq!(
         (call.call.id.as_str(), call.call.arguments.clone()),
         ("gSIMJiOkT", json!({"location": "San Francisco"}))
+    );
+    let recording = recorded::Recording::open(
+        "providers/vercel-ai/openai-completions/mistral-incremental-tool-call.chunks.txt",
+    );
+    let mut decoder = MistralChat::new("recorded").decoder();
+    let mut events = decoder.push(&recording.body);
+    events.extend(decoder.finish());
+    let (message, reason) = last(&events);
+    assert_eq!(reason, Some(StopReason::ToolUse));
+    let call = message.tool_calls().next().unwrap();
+    assert_eq!(
+        (call.call.name.as_str(), call.call.arguments.clone()),
+        ("webSearchTool", json!({"query": "current Berlin weather"}))
+    );
+    assert_eq!(
+        (
+            message.usage.input,
+            message.usage.cache_read,
+            message.usage.output
+        ),
+        (43, 128, 14)
     );
 }
 

@@ -14,6 +14,8 @@ fn pi_without_keys() -> Command {
         "ANTHROPIC_API_KEY",
         "GEMINI_API_KEY",
         "GOOGLE_API_KEY",
+        "MISTRAL_API_KEY",
+        "AZURE_OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "PI_MODEL",
         "PI_PROVIDER",
@@ -102,8 +104,7 @@ fn a_provider_without_its_key_is_named() {
         .expect("run pi");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let expected =
-        "unknown provider \"nope\": use one of openai, anthropic, google, openai-compatible";
+    let expected = "unknown provider \"nope\": use one of openai, anthropic, google, mistral, openai-compatible, azure-openai-responses";
     assert!(stderr.contains(expected), "{stderr}");
 }
 

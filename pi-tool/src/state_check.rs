@@ -19,7 +19,7 @@ pub struct StateType {
 
 impl StateType {
     /// The state type `T` (as in `State<T>`).
-    pub fn of<T: ?Sized + Send + Sync + 'static>() -> Self {
+    pub fn of<T: ?Sized + 'static>() -> Self {
         StateType {
             id: TypeId::of::<T>(),
             arc_id: TypeId::of::<Arc<T>>(),

@@ -133,6 +133,11 @@ fn split_attrs(cx: &Ctxt, attrs: Vec<Attribute>) -> (Vec<Attribute>, Vec<Attribu
             .any(|lint| path.is_ident(lint))
         {
             kept.push(attr);
+        } else if path.is_ident("default") {
+            cx.error_spanned_by(
+                path,
+                "`#[default(..)]` is not an attribute of `#[tool]` parameters; give a default with `#[serde(default = \"default_limit\")]` (a fn returning it), `#[serde(default)]` (the type's `Default`), or take an `Option<T>` and write `limit.unwrap_or(50)`; the parameter is then not required",
+            );
         } else {
             cx.error_spanned_by(
                 path,

@@ -151,8 +151,13 @@ pub(crate) fn generate(
         let ty = &param.ty;
         let attrs = &param.field_attrs;
         let allow_undocumented = (!param.has_docs).then(|| quote!(#[allow(missing_docs)]));
+        let read = reads_through_parameter(param).then(|| {
+            let path = syn::LitStr::new("::pi_tool::__private::deserialize_parameter", ty.span());
+            quote_spanned!(ty.span()=> #[serde(deserialize_with = #path)])
+        });
         quote_spanned! {ty.span()=>
             #(#attrs)*
+            #read
             #allow_undocumented
             pub #ident: #ty
         }
@@ -406,6 +411,26 @@ pub(crate) fn generate(
             #registration
         };
     }
+}
+
+/// Whether a model argument is read through `pi_tool::__private::deserialize_parameter`, whose
+/// bound says in one error what a type that is not `Deserialize` lacks. Not an `Option<..>`
+/// (serde reads a missing one as `None` only without `deserialize_with`), nor a parameter with
+/// `#[serde(..)]` attributes of its own (they may read it their own way).
+fn reads_through_parameter(param: &crate::ast::Param) -> bool {
+    let is_option = match &param.ty {
+        syn::Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "Option"),
+        _ => false,
+    };
+    !is_option
+        && !param
+            .field_attrs
+            .iter()
+            .any(|attr| attr.path().is_ident("serde"))
 }
 
 /// `state_types()` listing the fn's `State<T>` parameters, so a host reports a missing `T`

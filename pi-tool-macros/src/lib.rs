@@ -90,7 +90,9 @@ use proc_macro::TokenStream;
 /// - `///` docs on a parameter become its `description` in the schema; `#[serde(..)]` and
 ///   `#[schemars(..)]` move onto the generated field (`#[schemars(range(min = 1, max = 7))]`,
 ///   `#[serde(default)]`, `#[serde(rename = "ignoreCase")]`).
-/// - `Option<T>` parameters are not required.
+/// - `Option<T>` parameters are not required (written as `Option<..>`; any other type is read
+///   through `pi_tool::__private::deserialize_parameter`, so a type alias of an `Option` must be
+///   given). A parameter type that is not `Deserialize` gets one error on it saying what to derive.
 /// - A `ToolContext` parameter receives the call's context; a `State<T>` parameter receives
 ///   shared state. Neither appears in the schema. Under another name (`use pi_tool::ToolContext
 ///   as Ctx`, a type alias) mark the parameter `#[inject]`; the value is then chosen by type.

@@ -166,6 +166,28 @@ pub fn extract_state<T: ?Sized + crate::SharedState>(
     crate::State::from_context(ctx)
 }
 
+/// What a model argument's type must be: readable from the model's JSON arguments. `#[tool]`
+/// reads each argument through [`deserialize_parameter`] (serde's `deserialize_with`, spanned on
+/// the user's type), so a type that is not `Deserialize` gets this one error on that type,
+/// instead of three from inside serde's derive.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a `#[tool]` parameter: it is not `Deserialize`, and the model's arguments are read from JSON",
+    label = "`{Self}` does not implement `serde::Deserialize`",
+    note = "derive it next to `JsonSchema`: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (a type from another crate: check for its `serde` feature, or wrap it in a type of your own)"
+)]
+pub trait Parameter: DeserializeOwned {}
+
+impl<T: DeserializeOwned> Parameter for T {}
+
+/// Reads one model argument of a generated parameter struct (see [`Parameter`]).
+pub fn deserialize_parameter<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Parameter,
+{
+    T::deserialize(deserializer)
+}
+
 /// Deserializes validated arguments into the generated parameter struct. Owned and borrowed
 /// arguments both come through here (`&Value`), so a tool instantiates its deserializer once.
 pub fn parse_params<P: DeserializeOwned>(

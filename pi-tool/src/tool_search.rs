@@ -76,7 +76,8 @@ pub struct ToolSearch {
 
 /// The indexed tools, sorted by name (a document's id is its position).
 struct Index {
-    specs: Vec<ToolSpec>,
+    /// The tools (shared, not copied: a catalog's schemas can be large).
+    tools: Vec<Arc<dyn AgentTool>>,
     bm25: Bm25,
     /// A name's terms joined by spaces -> the tools of that name (`delet draft` ->
     /// `delete_draft`, `deleteDraft`).
@@ -122,6 +123,7 @@ impl ToolSearch {
         for (doc, tool) in tools.iter().enumerate() {
             let (terms, name) = document::document(tool.spec(), tool.keywords(), &mut analyzer);
             if (1..=MAX_NAME_TERMS).contains(&name.len()) {
+                let name: Vec<&str> = name.iter().map(|&id| analyzer.term(id)).collect();
                 whole_names
                     .entry(name.join(" "))
                     .or_default()
@@ -130,8 +132,12 @@ impl ToolSearch {
             documents.push(terms);
         }
         let index = Index {
-            specs: tools.iter().map(|tool| tool.spec().clone()).collect(),
-            bm25: Bm25::build(documents, &document::FIELD_WEIGHTS),
+            tools: tools.into_iter().cloned().collect(),
+            bm25: Bm25::build_interned(
+                documents,
+                analyzer.into_vocabulary(),
+                &document::FIELD_WEIGHTS,
+            ),
             whole_names,
         };
         ToolSearch {
@@ -158,7 +164,7 @@ impl ToolSearch {
     /// let search = ToolSearch::new(&tools).with_ranker(|query: &RankQuery<'_>| {
     ///     let mut ranked = query.lexical(query.tools().len());
     ///     for hit in &mut ranked {
-    ///         if query.tools()[hit.index].name == "write_file" {
+    ///         if query.tools()[hit.index].spec().name == "write_file" {
     ///             hit.score += 100.0;
     ///         }
     ///     }
@@ -195,19 +201,19 @@ impl ToolSearch {
 
     /// How many tools are indexed.
     pub fn len(&self) -> usize {
-        self.inner.specs.len()
+        self.inner.tools.len()
     }
 
     /// Whether no tool is indexed.
     pub fn is_empty(&self) -> bool {
-        self.inner.specs.is_empty()
+        self.inner.tools.is_empty()
     }
 
     /// Whether a tool of this name is indexed.
     pub fn contains(&self, name: &str) -> bool {
         self.inner
-            .specs
-            .binary_search_by(|probe| probe.name.as_str().cmp(name))
+            .tools
+            .binary_search_by(|probe| probe.spec().name.as_str().cmp(name))
             .is_ok()
     }
 
@@ -220,10 +226,10 @@ impl ToolSearch {
                 let mut ranked = ranker.rank(&RankQuery {
                     text: query,
                     limit,
-                    tools: &self.inner.specs,
+                    tools: &self.inner.tools,
                     lexical: &lexical,
                 });
-                let mut seen = vec![false; self.inner.specs.len()];
+                let mut seen = vec![false; self.inner.tools.len()];
                 ranked.retain(|hit| {
                     hit.index < seen.len() && !std::mem::replace(&mut seen[hit.index], true)
                 });
@@ -234,7 +240,7 @@ impl ToolSearch {
         ranked
             .into_iter()
             .map(|hit| {
-                let spec = &self.inner.specs[hit.index];
+                let spec = self.inner.tools[hit.index].spec();
                 SearchMatch {
                     name: spec.name.clone(),
                     description: spec.description.clone(),
@@ -402,7 +408,7 @@ impl AgentTool for ToolSearch {
 impl fmt::Debug for ToolSearch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolSearch")
-            .field("tools", &self.inner.specs.len())
+            .field("tools", &self.inner.tools.len())
             .field("own_ranker", &self.ranker.is_some())
             .finish_non_exhaustive()
     }

@@ -232,11 +232,16 @@ fn an_applications_ranker_decides_and_its_mistakes_are_dropped() {
         assert_eq!(query.limit(), 2);
         // The built-in ranking is there to start from.
         let lexical = query.lexical(1);
-        assert!(query.tools()[lexical[0].index].name.contains("commit"));
+        assert!(
+            query.tools()[lexical[0].index]
+                .spec()
+                .name
+                .contains("commit")
+        );
         let blame = query
             .tools()
             .iter()
-            .position(|t| t.name == "blame_file")
+            .position(|t| t.spec().name == "blame_file")
             .unwrap();
         vec![
             Ranked::new(blame, 9.0),

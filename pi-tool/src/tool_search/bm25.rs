@@ -31,17 +31,16 @@ impl Bm25 {
     /// `weights[field]` times in the term frequency and in the document's length (the simple
     /// form of BM25F; normalizing each field by its own length instead, as BM25F proper does,
     /// ranked the generated catalog of `tests/tool_search.rs` worse, 41 of 50 against 44, and
-    /// the public set no better); a document's id is its position. Terms are interned as they come, so the build allocates once per
-    /// distinct term, not per occurrence. A field past `weights` counts 0.
-    pub(crate) fn build<D, T>(documents: D, weights: &[f32]) -> Self
+    /// the public set no better); a document's id is its position. Terms come as ids into
+    /// `terms` (interned by the analyzer, so the build allocates nothing per occurrence). A
+    /// field past `weights` counts 0.
+    pub(crate) fn build_interned<D>(documents: D, terms: Vec<String>, weights: &[f32]) -> Self
     where
-        D: IntoIterator<Item = T>,
-        T: IntoIterator<Item = (String, u8)>,
+        D: IntoIterator<Item = Vec<(u32, u8)>>,
     {
         let fields = weights.len();
-        let mut vocabulary: HashMap<String, u32> = HashMap::new();
         // Per term id: (document, field, how many times).
-        let mut frequencies: Vec<Vec<(u32, u8, f32)>> = Vec::new();
+        let mut frequencies: Vec<Vec<(u32, u8, f32)>> = vec![Vec::new(); terms.len()];
         // Per document, per field: its length in terms.
         let mut lengths: Vec<f32> = Vec::new();
         let mut counts: Vec<(u32, u8)> = Vec::new();
@@ -51,20 +50,11 @@ impl Bm25 {
             counts.clear();
             lengths.resize(lengths.len() + fields, 0.0);
             let own = &mut lengths[doc * fields..];
-            for (term, field) in terms {
-                if usize::from(field) >= fields {
+            for (id, field) in terms {
+                if usize::from(field) >= fields || id as usize >= frequencies.len() {
                     continue;
                 }
                 own[usize::from(field)] += 1.0;
-                let id = match vocabulary.get(term.as_str()) {
-                    Some(&id) => id,
-                    None => {
-                        let id = frequencies.len() as u32;
-                        vocabulary.insert(term, id);
-                        frequencies.push(Vec::new());
-                        id
-                    }
-                };
                 counts.push((id, field));
             }
             counts.sort_unstable();
@@ -91,7 +81,7 @@ impl Bm25 {
             (lengths.iter().sum::<f32>() / documents as f32).max(1.0)
         };
         let n = documents as f32;
-        let postings = frequencies
+        let postings: Vec<Vec<(u32, f32)>> = frequencies
             .into_iter()
             .map(|entries| {
                 // (document, weighted term frequency), one per document.
@@ -115,11 +105,45 @@ impl Bm25 {
                     .collect()
             })
             .collect();
+        // Terms no document kept (their field counts 0) are left out of the vocabulary.
+        let vocabulary = terms
+            .into_iter()
+            .enumerate()
+            .filter(|(id, _)| !postings[*id].is_empty())
+            .map(|(id, term)| (term, id as u32))
+            .collect();
         Bm25 {
             vocabulary,
             postings,
             documents,
         }
+    }
+
+    /// Indexes documents of string terms (interned here): for tests.
+    #[cfg(test)]
+    pub(crate) fn build<D, T>(documents: D, weights: &[f32]) -> Self
+    where
+        D: IntoIterator<Item = T>,
+        T: IntoIterator<Item = (String, u8)>,
+    {
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut terms: Vec<String> = Vec::new();
+        let documents: Vec<Vec<(u32, u8)>> = documents
+            .into_iter()
+            .map(|doc| {
+                doc.into_iter()
+                    .map(|(term, field)| {
+                        let next = terms.len() as u32;
+                        let id = *ids.entry(term.clone()).or_insert_with(|| {
+                            terms.push(term);
+                            next
+                        });
+                        (id, field)
+                    })
+                    .collect()
+            })
+            .collect();
+        Bm25::build_interned(documents, terms, weights)
     }
 
     /// Whether `term` is in some document.

@@ -28,21 +28,28 @@ pub(crate) const FIELD_WEIGHTS: [f32; 5] = [3.0, 2.0, 1.0, 1.0, 0.5];
 /// How deep parameters are read (each object, array or `$ref` is one level).
 const MAX_DEPTH: usize = 6;
 
-/// The terms of a tool with their fields, and the terms of its name alone (for whole-name
-/// matches).
+/// The terms (ids of `analyzer`'s) of a tool with their fields, and the terms of its name
+/// alone (for whole-name matches).
 pub(crate) fn document(
     spec: &ToolSpec,
     keywords: &[String],
     analyzer: &mut Analyzer,
-) -> (Vec<(String, u8)>, Vec<String>) {
+) -> (Vec<(u32, u8)>, Vec<u32>) {
     let mut out = Vec::new();
-    let name = analyzer.terms(&spec.name);
-    out.extend(name.iter().map(|t| (t.clone(), NAME)));
+    let mut name = Vec::new();
+    analyzer.ids_into(&spec.name, &mut name);
+    out.extend(name.iter().map(|&t| (t, NAME)));
     let mut scratch = Vec::new();
     for keyword in keywords {
         add(analyzer, keyword, KEYWORDS, &mut scratch, &mut out);
     }
-    add(analyzer, &spec.description, DESCRIPTION, &mut scratch, &mut out);
+    add(
+        analyzer,
+        &spec.description,
+        DESCRIPTION,
+        &mut scratch,
+        &mut out,
+    );
     let mut walk = Walk {
         root: &spec.parameters,
         analyzer,
@@ -58,19 +65,19 @@ fn add(
     analyzer: &mut Analyzer,
     text: &str,
     field: u8,
-    scratch: &mut Vec<String>,
-    out: &mut Vec<(String, u8)>,
+    scratch: &mut Vec<u32>,
+    out: &mut Vec<(u32, u8)>,
 ) {
     scratch.clear();
-    analyzer.terms_into(text, scratch);
+    analyzer.ids_into(text, scratch);
     out.extend(scratch.drain(..).map(|t| (t, field)));
 }
 
 struct Walk<'a, 'b> {
     root: &'a Value,
     analyzer: &'b mut Analyzer,
-    scratch: Vec<String>,
-    out: Vec<(String, u8)>,
+    scratch: Vec<u32>,
+    out: Vec<(u32, u8)>,
     /// The `$ref`s being followed (a schema that refers to itself is read once).
     refs: Vec<&'a str>,
 }
@@ -161,7 +168,16 @@ mod tests {
             description: String::new(),
             parameters,
         };
-        document(&spec, &[], &mut Analyzer::new()).0
+        let mut analyzer = Analyzer::new();
+        let (terms, _) = document(&spec, &[], &mut analyzer);
+        named(&analyzer, terms)
+    }
+
+    fn named(analyzer: &Analyzer, terms: Vec<(u32, u8)>) -> Vec<(String, u8)> {
+        terms
+            .into_iter()
+            .map(|(id, field)| (analyzer.term(id).to_owned(), field))
+            .collect()
     }
 
     fn has(terms: &[(String, u8)], term: &str, field: u8) -> bool {
@@ -176,8 +192,11 @@ mod tests {
             parameters: json!({"type": "object", "properties": {"mailbox": {
                 "type": "string", "description": "Folder", "enum": ["inbox", "archive"]}}}),
         };
-        let (terms, name) = document(&spec, &["trash".into()], &mut Analyzer::new());
+        let mut analyzer = Analyzer::new();
+        let (terms, name) = document(&spec, &["trash".into()], &mut analyzer);
+        let name: Vec<&str> = name.iter().map(|&id| analyzer.term(id)).collect();
         assert_eq!(name, ["delet", "draft"]);
+        let terms = named(&analyzer, terms);
         assert!(has(&terms, "delet", NAME));
         assert!(has(&terms, "trash", KEYWORDS));
         assert!(has(&terms, "discard", DESCRIPTION));

@@ -2,7 +2,9 @@
 //! the indexed tools for a query, given the built-in lexical ranking to start from or to blend
 //! with (an embedding model, usage counts, a tenant's favourites).
 
-use crate::ToolSpec;
+use std::sync::Arc;
+
+use crate::AgentTool;
 
 /// Orders the indexed tools for a query: see [`ToolSearch::with_ranker`](super::ToolSearch::with_ranker).
 /// A closure `Fn(&RankQuery<'_>) -> Vec<Ranked>` is one.
@@ -26,7 +28,7 @@ where
 pub struct RankQuery<'a> {
     pub(super) text: &'a str,
     pub(super) limit: usize,
-    pub(super) tools: &'a [ToolSpec],
+    pub(super) tools: &'a [Arc<dyn AgentTool>],
     pub(super) lexical: &'a dyn Fn(usize) -> Vec<Ranked>,
 }
 
@@ -42,7 +44,9 @@ impl RankQuery<'_> {
     }
 
     /// The indexed tools, sorted by name; a [`Ranked::index`] is a position in this list.
-    pub fn tools(&self) -> &[ToolSpec] {
+    /// Each is the tool itself: its spec, its [keywords](AgentTool::keywords), its
+    /// annotations.
+    pub fn tools(&self) -> &[Arc<dyn AgentTool>] {
         self.tools
     }
 

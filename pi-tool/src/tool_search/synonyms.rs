@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn only_synonyms_some_tool_has_are_added_at_their_weight() {
-        let index = Bm25::build([vec![("delet".to_owned(), 0), ("draft".to_owned(), 0)]], &[1.0]);
+        let index = Bm25::build(
+            [vec![("delet".to_owned(), 0), ("draft".to_owned(), 0)]],
+            &[1.0],
+        );
         let expanded = expand(vec!["remov".into(), "draft".into()], &index);
         assert!(expanded.contains(&("remov".into(), 1.0)));
         assert!(expanded.contains(&("draft".into(), 1.0)));

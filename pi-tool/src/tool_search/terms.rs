@@ -120,12 +120,17 @@ const STOP_WORDS: &[&str] = &[
     "yourselves",
 ];
 
-/// Turns text into terms. It keeps the stem of each word it has seen, so indexing many tools
-/// stems each distinct word once.
+/// Turns text into terms, each interned to an id (its position in the analyzer's
+/// vocabulary). It keeps the term of each word it has seen, so indexing many tools stems each
+/// distinct word once and allocates nothing per occurrence.
 pub(crate) struct Analyzer {
     stemmer: Stemmer,
-    /// Lowercased word -> its term (`None`: a stop word).
-    seen: HashMap<String, Option<String>>,
+    /// Lowercased word -> its term's id (`None`: a stop word).
+    seen: HashMap<String, Option<u32>>,
+    /// Id -> term.
+    vocabulary: Vec<String>,
+    /// Term -> id (two words may have one stem).
+    ids: HashMap<String, u32>,
 }
 
 impl Analyzer {
@@ -133,18 +138,20 @@ impl Analyzer {
         Analyzer {
             stemmer: Stemmer::create(Algorithm::English),
             seen: HashMap::new(),
+            vocabulary: Vec::new(),
+            ids: HashMap::new(),
         }
     }
 
-    /// The terms of `text`, in order, with repeats (term frequency counts them), appended to
-    /// `out`.
+    /// The ids of the terms of `text`, in order, with repeats (term frequency counts them),
+    /// appended to `out`.
     ///
     /// Splits on anything not alphanumeric, then at camelCase boundaries: `getHTTPResponse` ->
     /// `get`, `HTTP`, `Response`. Digits stay with the letters before them (`s3`, `ec2`). A run
     /// of Han, Hiragana or Katakana characters (written without spaces) becomes its
     /// overlapping pairs (`天气预报` -> `天气`, `气预`, `预报`), as Lucene's CJK analyzer does;
     /// one such character alone is its own term.
-    pub(crate) fn terms_into(&mut self, text: &str, out: &mut Vec<String>) {
+    pub(crate) fn ids_into(&mut self, text: &str, out: &mut Vec<u32>) {
         let text: Cow<'_, str> = if text.is_ascii() {
             Cow::Borrowed(text)
         } else {
@@ -170,30 +177,52 @@ impl Analyzer {
         }
     }
 
-    /// The terms of `text` (see [`terms_into`](Self::terms_into)).
+    /// The terms of `text` (see [`ids_into`](Self::ids_into)).
     pub(crate) fn terms(&mut self, text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        self.terms_into(text, &mut out);
-        out
+        let mut ids = Vec::new();
+        self.ids_into(text, &mut ids);
+        ids.into_iter().map(|id| self.term(id).to_owned()).collect()
     }
 
-    fn run(&mut self, run: &str, cjk: bool, out: &mut Vec<String>) {
+    /// The term of an id this analyzer gave.
+    pub(crate) fn term(&self, id: u32) -> &str {
+        &self.vocabulary[id as usize]
+    }
+
+    /// The terms by id.
+    pub(crate) fn into_vocabulary(self) -> Vec<String> {
+        self.vocabulary
+    }
+
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.vocabulary.len() as u32;
+        self.vocabulary.push(term.to_owned());
+        self.ids.insert(term.to_owned(), id);
+        id
+    }
+
+    fn run(&mut self, run: &str, cjk: bool, out: &mut Vec<u32>) {
         if !cjk {
             self.split_identifier(run, out);
             return;
         }
         let chars: Vec<(usize, char)> = run.char_indices().collect();
         if chars.len() == 1 {
-            out.push(run.to_owned());
+            let id = self.intern(run);
+            out.push(id);
             return;
         }
         for pair in chars.windows(2) {
             let end = pair[1].0 + pair[1].1.len_utf8();
-            out.push(run[pair[0].0..end].to_owned());
+            let id = self.intern(&run[pair[0].0..end]);
+            out.push(id);
         }
     }
 
-    fn split_identifier(&mut self, part: &str, out: &mut Vec<String>) {
+    fn split_identifier(&mut self, part: &str, out: &mut Vec<u32>) {
         let mut start = 0;
         let mut prev: Option<char> = None;
         let mut chars = part.char_indices().peekable();
@@ -213,7 +242,7 @@ impl Analyzer {
         self.word(&part[start..], out);
     }
 
-    fn word(&mut self, word: &str, out: &mut Vec<String>) {
+    fn word(&mut self, word: &str, out: &mut Vec<u32>) {
         if word.is_empty() {
             return;
         }
@@ -223,25 +252,25 @@ impl Analyzer {
             } else {
                 Cow::Owned(word.to_lowercase())
             };
-        if let Some(term) = self.seen.get(lower.as_ref()) {
-            out.extend(term.iter().cloned());
+        if let Some(id) = self.seen.get(lower.as_ref()) {
+            out.extend(*id);
             return;
         }
-        let term = self.term_of(&lower);
-        out.extend(term.iter().cloned());
-        self.seen.insert(lower.into_owned(), term);
+        let id = self.term_of(&lower).map(|term| self.intern(&term));
+        out.extend(id);
+        self.seen.insert(lower.into_owned(), id);
     }
 
     /// A lowercased word's term: `None` for a stop word, its Snowball stem for a word of
     /// letters, the word itself otherwise (`s3`, `ec2`, `2fa`).
-    fn term_of(&self, lower: &str) -> Option<String> {
+    fn term_of<'w>(&self, lower: &'w str) -> Option<Cow<'w, str>> {
         if STOP_WORDS.binary_search(&lower).is_ok() {
             return None;
         }
         if lower.chars().all(char::is_alphabetic) {
-            Some(self.stemmer.stem(lower).into_owned())
+            Some(self.stemmer.stem(lower))
         } else {
-            Some(lower.to_owned())
+            Some(Cow::Borrowed(lower))
         }
     }
 }

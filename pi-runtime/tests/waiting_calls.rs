@@ -306,3 +306,49 @@ async fn a_paused_state_round_trips_through_json() {
     let text = paused.to_json();
     assert_eq!(RunState::from_json(&text).unwrap(), paused);
 }
+
+#[tokio::test]
+async fn hosts_that_cannot_wait_refuse_a_call_that_needs_approval() {
+    // A plain registry.
+    let registry = ToolRegistry::new().with(RefundTool).with(TransferTool);
+    let refused = registry
+        .run(&pi_tool::ToolCall::new("c1", "refund", json!({"cents": 5})))
+        .await;
+    assert!(refused.is_error);
+    assert!(
+        refused.text_content().contains("needs approval"),
+        "{}",
+        refused.text_content()
+    );
+    let small = registry
+        .run(&pi_tool::ToolCall::new(
+            "c2",
+            "transfer",
+            json!({"cents": 5}),
+        ))
+        .await;
+    assert_eq!(small.text_content(), "transferred 5");
+
+    // A call a tool makes from code, inside the loop.
+    let caller = FnTool::builder("caller", "Call refund.", json!({"type": "object"}))
+        .build(|_args: Value, ctx: ToolContext| async move {
+            let result = ctx.call_tool("refund", json!({"cents": 9})).await;
+            result.text_content()
+        })
+        .unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        calls(vec![call("c1", "caller", json!({}))]),
+        text("done"),
+    ]));
+    let context = AgentContext::new("test")
+        .with_tool(caller)
+        .with_tool(RefundTool);
+    let (events, paused) = run(context, AgentLoopConfig::new(), model).await;
+    assert!(paused.is_none());
+    let results = common::results(&events);
+    assert!(
+        results[0].text().contains("needs approval"),
+        "{}",
+        results[0].text()
+    );
+}

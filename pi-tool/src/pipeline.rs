@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use futures_util::future::{Either, select};
+use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::callers::{code_only_message, model_only_message};
@@ -89,6 +90,22 @@ pub async fn run_nested_call(
     result
 }
 
+/// The refusal of a call that would have to wait (its tool is external, or wants approval for
+/// these arguments): these hosts cannot wait for a decision, so the call does not run
+/// unapproved. The agent loop pauses such a call instead.
+fn cannot_wait(tool: &dyn AgentTool, arguments: &Value, ctx: &ToolContext) -> Option<ToolResult> {
+    let name = &tool.spec().name;
+    if tool.external() {
+        return Some(ToolResult::error(crate::external_unanswered_message(name)));
+    }
+    tool.needs_approval(arguments, ctx).then(|| {
+        ToolResult::error(format!(
+            "Tool {name} was not run: it needs approval before it runs, and this host cannot wait \
+             for a decision"
+        ))
+    })
+}
+
 /// Every stage of [`run_tool_call`] but the result-size limit.
 async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
     let Some(tool) = host.tool(&call.name) else {
@@ -107,6 +124,9 @@ async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) ->
         Ok(arguments) => arguments,
         Err(err) => return ToolResult::error(err.message()),
     };
+    if let Some(refusal) = cannot_wait(tool.as_ref(), arguments.get(&call.arguments), &ctx) {
+        return refusal;
+    }
     if watched || host.gate().is_some() {
         // Boxed: what only a gate or an abort needs keeps the plain call's future small.
         return Box::pin(run_gated(
@@ -146,6 +166,9 @@ async fn run_nested_unfitted(
         Ok(arguments) => arguments,
         Err(err) => return ToolResult::error(err.message()),
     };
+    if let Some(refusal) = cannot_wait(tool.as_ref(), arguments.get(&call.arguments), &ctx) {
+        return refusal;
+    }
     let Some(hooks) = hooks else {
         let gate = Some(&parent.children().gate);
         return run_gated(host, gate, tool, call, arguments, ctx, true).await;

@@ -127,8 +127,9 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
 
     /// Whether this call must wait for a decision (approve or deny) before it runs, asked with
     /// the arguments as they would run (after `prepare_arguments` and validation). The agent
-    /// loop pauses the run on such a call (or asks its approver); a host that cannot wait runs
-    /// it as before. Default `false`; `#[tool(approval)]` answers `true`, `#[tool(approval =
+    /// loop pauses the run on such a call (or asks its approver); a host that cannot wait
+    /// ([`ToolRegistry::run`](crate::ToolRegistry::run), an MCP server, a nested call) refuses
+    /// it with an error result instead of running it unapproved. Default `false`; `#[tool(approval)]` answers `true`, `#[tool(approval =
     /// path)]` asks `path`, [`ToolRegistry::require_approval`](crate::ToolRegistry::require_approval)
     /// picks tools by a policy.
     fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {

@@ -153,7 +153,17 @@ pub(crate) fn generate(
         let allow_undocumented = (!param.has_docs).then(|| quote!(#[allow(missing_docs)]));
         let read = reads_through_parameter(param).then(|| {
             let path = syn::LitStr::new("::pi_tool::__private::deserialize_parameter", ty.span());
-            quote_spanned!(ty.span()=> #[serde(deserialize_with = #path)])
+            let schema = syn::LitStr::new(
+                &format!(
+                    "::pi_tool::__private::parameter_schema::<{}>",
+                    ty.to_token_stream()
+                ),
+                ty.span(),
+            );
+            quote_spanned! {ty.span()=>
+                #[serde(deserialize_with = #path)]
+                #[schemars(schema_with = #schema)]
+            }
         });
         quote_spanned! {ty.span()=>
             #(#attrs)*
@@ -430,7 +440,7 @@ fn reads_through_parameter(param: &crate::ast::Param) -> bool {
         && !param
             .field_attrs
             .iter()
-            .any(|attr| attr.path().is_ident("serde"))
+            .any(|attr| attr.path().is_ident("serde") || attr.path().is_ident("schemars"))
 }
 
 /// `state_types()` listing the fn's `State<T>` parameters, so a host reports a missing `T`

@@ -188,6 +188,27 @@ where
     T::deserialize(deserializer)
 }
 
+/// What a model argument's type must have besides [`Parameter`]: a JSON Schema, which the model
+/// is told. `#[tool]` describes each argument through [`parameter_schema`] (schemars'
+/// `schema_with`, spanned on the user's type), so a type without one gets this error on that
+/// type, saying what to derive.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a `#[tool]` parameter: it has no JSON Schema, and the model is told each parameter's schema",
+    label = "`{Self}` does not implement `schemars::JsonSchema`",
+    note = "derive it next to `Deserialize`: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (a type from another crate: check for its `schemars` feature, or wrap it in a type of your own)"
+)]
+pub trait SchemaParameter: JsonSchema {}
+
+impl<T: JsonSchema> SchemaParameter for T {}
+
+/// The schema of one model argument of a generated parameter struct (see [`SchemaParameter`]):
+/// the type's own, as schemars gives it without `schema_with`.
+pub fn parameter_schema<T: SchemaParameter>(
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    generator.subschema_for::<T>()
+}
+
 /// Deserializes validated arguments into the generated parameter struct. Owned and borrowed
 /// arguments both come through here (`&Value`), so a tool instantiates its deserializer once.
 pub fn parse_params<P: DeserializeOwned>(

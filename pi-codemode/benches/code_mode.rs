@@ -10,6 +10,8 @@
 //! one, `--only-empty` only the script `return 1;` (the start-up), `--only-direct` only 500
 //! direct calls, `--only-rust` only 500 nested calls from a Rust tool, for a profiler; e.g.
 //! instructions per call from `valgrind --tool=callgrind` runs of two `--runs` counts).
+//! `--only-endless` runs each endless script of issue 31 alone under a 300 ms time cap, three
+//! times, and prints the longest time from the call to its answer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -198,6 +200,48 @@ async fn time_batched<F: Future<Output = ToolResult>>(
     median(times)
 }
 
+/// Scripts that never end by themselves (as in the sandbox tests): each must be answered within
+/// the time cap plus 100 ms.
+const ENDLESS: &[&str] = &[
+    "while (true) {}",
+    "for (;;) { try { while (true) {} } catch (e) {} }",
+    "return /(a+)+$/.test('a'.repeat(100) + 'b');",
+    "return { get x() { for (;;) {} } };",
+    "return { toJSON() { for (;;) {} } };",
+    "return new Proxy({}, { get() { for (;;) {} } }).x;",
+    "return [3, 2, 1].sort(() => { for (;;) {} });",
+    "async function f() { await 0; return f(); } await f();",
+    "const h = () => { Promise.resolve().then(h); Promise.resolve().then(h); }; h(); await new Promise(() => {});",
+    "const loop = () => Promise.resolve().then(loop); loop(); await new Promise(() => {});",
+    "async function g() { for (;;) {} } for (;;) { try { await g(); } catch (e) {} }",
+    "for (;;) { try { await 0; } catch (e) {} }",
+];
+
+/// Each endless script alone under a 300 ms cap: the longest of three answers.
+async fn endless() {
+    let cap = Duration::from_millis(300);
+    let code = CodeTool::new(&tools()).with_limits(pi_codemode::CodeLimits::default().time(cap));
+    let tools = tools().with(code);
+    for script in ENDLESS {
+        let call = ToolCall::new("c", "code", json!({ "script": script }));
+        let mut longest = Duration::ZERO;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let result = tools.run(&call).await;
+            longest = longest.max(started.elapsed());
+            assert!(
+                result.text_content().contains("time cap"),
+                "{script}: {result:?}"
+            );
+        }
+        println!(
+            "{:>9.1?} (cap + {:>5.1?})  {script}",
+            longest,
+            longest.saturating_sub(cap)
+        );
+    }
+}
+
 /// What `--only-*` runs alone.
 #[derive(Clone, Copy)]
 enum Only {
@@ -209,6 +253,7 @@ enum Only {
 fn main() {
     let mut runs = 30;
     let mut only = None;
+    let mut only_endless = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--runs" {
@@ -223,6 +268,8 @@ fn main() {
             only = Some(Only::Direct);
         } else if arg == "--only-rust" {
             only = Some(Only::Rust);
+        } else if arg == "--only-endless" {
+            only_endless = true;
         }
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -230,6 +277,10 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
+        if only_endless {
+            endless().await;
+            return;
+        }
         if let Some(only) = only {
             // For a profiler: 500 calls of one kind alone.
             let tools = tools();

@@ -203,8 +203,12 @@ pub(crate) fn spawn(job: Job, done: oneshot::Sender<Outcome>) -> std::io::Result
         .stack_size(THREAD_STACK)
         .spawn(move || {
             let _running = running;
-            let outcome = run(&job);
+            // The engine is freed after the outcome is sent: a script stopped with a large
+            // heap is answered without waiting for it to be freed.
+            let mut engine = None;
+            let outcome = run(&job, &mut engine);
             let _ = done.send(outcome);
+            drop(engine);
         })
         .map(|handle| handle.thread().clone())
 }
@@ -271,7 +275,8 @@ fn fail(message: impl Into<String>) -> Outcome {
     }
 }
 
-fn run(job: &Job) -> Outcome {
+/// Runs the job's script; leaves the engine in `engine`, for the caller to free.
+fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
     // For the whole run: the calls are started, polled and dropped inside the host's runtime.
     let _entered = job.runtime.enter();
     let watch = Arc::new(Watch::new(job));
@@ -311,6 +316,7 @@ fn run(job: &Job) -> Outcome {
     calls.borrow_mut().cancel_all();
     let mut bridge = bridge.borrow_mut();
     bridge.json = None;
+    *engine = Some((context, runtime));
     let mut unfinished: Vec<String> = std::mem::take(&mut bridge.pending)
         .into_values()
         .map(|p| p.name.to_string())

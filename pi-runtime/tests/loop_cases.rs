@@ -844,7 +844,7 @@ async fn the_api_key_hook_runs_before_every_request() {
 }
 
 #[tokio::test]
-async fn tool_errors_from_state_and_arguments_are_results() {
+async fn state_nobody_provided_ends_the_run_before_any_call() {
     struct Missing;
     /// Needs state nobody provided.
     #[pi_tool::tool]
@@ -859,12 +859,21 @@ async fn tool_errors_from_state_and_arguments_are_results() {
     let events = run(
         AgentContext::new("").with_tool(NeedsStateTool),
         AgentLoopConfig::new(),
-        model,
+        model.clone(),
     )
     .await;
-    let (_, is_error, text) = &ends(&events)[0];
-    assert!(is_error);
-    assert!(text.contains("Missing"), "{text}");
+    // Reported before the first call (and before the model is asked), naming tool and type.
+    assert!(ends(&events).is_empty());
+    assert!(model.requests().is_empty());
+    let Some(AgentEvent::AgentEnd { messages }) = events.last() else {
+        panic!("no agent_end");
+    };
+    let answer = messages.last().unwrap().as_assistant().unwrap();
+    let error = answer.error_message.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("`needs_state`") && error.contains("Missing"),
+        "{error}"
+    );
     let _ = ToolError::new("unused");
 }
 

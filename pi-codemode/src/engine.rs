@@ -80,6 +80,32 @@ pub(crate) struct Job {
     pub(crate) engines: Arc<AtomicUsize>,
 }
 
+/// The error of a script whose promise nothing can settle.
+const NEVER_SETTLES: &str =
+    "the script awaits a promise that can never settle (no tool call is running)";
+
+/// How close to the memory cap the heap must still be, once the script is over, for a promise
+/// that never settled to be put down to the cap.
+const NEAR_THE_MEMORY_CAP: usize = 1 << 20;
+
+/// A promise that never settled because the memory ran out in a job (the engine drops a job it
+/// cannot queue, and with it the rest of the chain): named as the memory cap when the heap is
+/// still within [`NEAR_THE_MEMORY_CAP`] of it. Read after the script, when the engine is free
+/// to say how much it holds.
+fn out_of_memory_in_a_job(message: String, runtime: &Runtime, limits: &CodeLimits) -> String {
+    if message != NEVER_SETTLES {
+        return message;
+    }
+    let used = usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(0);
+    if used + NEAR_THE_MEMORY_CAP < limits.memory_bytes {
+        return message;
+    }
+    format!(
+        "the script ran out of memory (the cap is {} MiB): a promise job could not run, so the promise the script awaits never settles",
+        limits.memory_bytes >> 20
+    )
+}
+
 /// Why the script was stopped.
 const RUNNING: u8 = 0;
 const TIMED_OUT: u8 = 1;
@@ -311,6 +337,7 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
         };
         driver.drive()
     });
+    let value = value.map_err(|message| out_of_memory_in_a_job(message, &runtime, &job.limits));
     // Calls still waiting are cancelled now (their futures dropped), not when the engine's
     // collector gets to the bridge functions.
     calls.borrow_mut().cancel_all();
@@ -425,10 +452,7 @@ impl<'js> Driver<'_, 'js> {
             }
             let calls = self.calls.borrow();
             if calls.is_empty() {
-                return Err(
-                    "the script awaits a promise that can never settle (no tool call is running)"
-                        .into(),
-                );
+                return Err(NEVER_SETTLES.into());
             }
             if self.watch.poll() {
                 return self.stopped();

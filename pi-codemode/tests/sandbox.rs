@@ -784,6 +784,14 @@ async fn memory_so_short_that_no_error_can_be_made_is_named() {
         let (result, _) = run_with(script, CodeLimits::default().memory_bytes(8 << 20)).await;
         assert_error(&result, "the script ran out of memory (the cap is 8 MiB)");
     }
+    // Out of memory in a promise job: the job is dropped and the script's promise never
+    // settles.
+    let (result, _) = run_with(
+        "async function f() { await 0; return f(); } await f();",
+        CodeLimits::default().memory_bytes(8 << 20),
+    )
+    .await;
+    assert_error(&result, "the script ran out of memory (the cap is 8 MiB)");
     // A script that throws null itself is told what it threw, and what else it may mean.
     let (result, _) = run("throw null;").await;
     assert_error(&result, "the script threw null");

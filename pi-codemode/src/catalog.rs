@@ -5,19 +5,20 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, SearchMatch, ToolSearch};
+use pi_tool::{AgentTool, MAX_SEARCH_LIMIT, SearchMatch, ToolSearch};
 
 use crate::declarations::{Declared, declaration, declarations};
 
 /// The callable tools of one code tool, built once.
 pub(crate) struct Catalog {
     tools: BTreeMap<String, Entry>,
-    /// The same search the agent loop offers as `tool_search` (BM25 over names, descriptions
-    /// and parameters), over every callable tool.
+    /// The same search the agent loop offers as `tool_search`, over every callable tool unless
+    /// the host gave its own ([`Catalog::with_search`]).
     search: ToolSearch,
 }
 
 /// One callable tool.
+#[derive(Clone)]
 pub(crate) struct Entry {
     /// Whether a call resolves to the structured value (an output schema), not the text.
     pub(crate) structured: bool,
@@ -86,8 +87,22 @@ impl Catalog {
         self.tools.values().filter(|entry| entry.deferred).count()
     }
 
-    /// The `limit` best matches for `query`, best first.
+    /// The same tools, found with `search` (a host's own, e.g. with its ranker).
+    pub(crate) fn with_search(&self, search: ToolSearch) -> Catalog {
+        Catalog {
+            tools: self.tools.clone(),
+            search,
+        }
+    }
+
+    /// The `limit` best matches for `query` among the tools a script may call, best first (a
+    /// host's search may index others too: they are passed over).
     pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<SearchMatch> {
-        self.search.search(query, limit)
+        self.search
+            .search(query, limit.max(MAX_SEARCH_LIMIT))
+            .into_iter()
+            .filter(|found| self.tools.contains_key(&found.name))
+            .take(limit)
+            .collect()
     }
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pi_tool::{
-    AgentTool, BoxFuture, ToolCallers, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec,
+    AgentTool, BoxFuture, ToolCallers, ToolContext, ToolError, ToolRegistry, ToolResult,
+    ToolSearch, ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -74,6 +75,16 @@ impl CodeTool {
     #[must_use]
     pub fn with_limits(mut self, limits: CodeLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the search `searchTools` runs: by default the agent loop's own
+    /// ([`ToolSearch::new`]) over every tool a script may call; give the one you give the agent
+    /// (e.g. [`with_ranker`](ToolSearch::with_ranker)) so that scripts and the model find
+    /// alike. Matches a script may not call are passed over.
+    #[must_use]
+    pub fn with_search(mut self, search: ToolSearch) -> Self {
+        self.tools = Arc::new(self.tools.with_search(search));
         self
     }
 

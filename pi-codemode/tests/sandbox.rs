@@ -1026,3 +1026,37 @@ async fn bad_searches_and_unknown_tools_throw() {
     let (result, _) = run("return Object.getPrototypeOf(tools) === null;").await;
     assert_eq!(result.text_content(), "true", "{result:?}");
 }
+
+#[tokio::test]
+async fn scripts_search_with_the_hosts_own_search() {
+    let tools = catalog();
+    let all: Vec<_> = tools.tools().cloned().collect();
+    // A host's ranker that puts `delete_repo` (model-only: passed over) and then
+    // `create_issue` first, whatever the query.
+    let search = pi_tool::ToolSearch::new(&all).with_ranker(|query: &pi_tool::RankQuery<'_>| {
+        let position = |name: &str| {
+            query
+                .tools()
+                .iter()
+                .position(|t| t.spec().name == name)
+                .unwrap()
+        };
+        vec![
+            pi_tool::Ranked::new(position("delete_repo"), 2.0),
+            pi_tool::Ranked::new(position("create_issue"), 1.0),
+        ]
+    });
+    let code = CodeTool::new(&tools).with_search(search);
+    let tools = tools.with(code);
+    let call = ToolCall::new(
+        "c1",
+        "code",
+        json!({ "script": "return searchTools('weather').map(t => t.name);" }),
+    );
+    let result = tools.run(&call).await;
+    assert_eq!(
+        result.details["result"],
+        json!(["create_issue"]),
+        "{result:?}"
+    );
+}

@@ -265,6 +265,8 @@ struct Bridge {
     console: String,
     console_cut: bool,
     images: Vec<Content>,
+    /// The base64 bytes of `images`.
+    image_bytes: usize,
     /// What reading values as JSON needs of the realm (dropped before the context is).
     json: Option<Rc<JsonIntrinsics>>,
 }
@@ -324,6 +326,7 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
         console: String::new(),
         console_cut: false,
         images: Vec::new(),
+        image_bytes: 0,
         json: None,
     }));
     let calls = Rc::new(RefCell::new(Calls::new(job.ctx.clone())));
@@ -641,6 +644,7 @@ impl<'js> Driver<'_, 'js> {
     fn attach_function(&self) -> rquickjs::Result<Function<'js>> {
         let bridge = Rc::clone(self.bridge);
         let max = self.job.limits.max_images;
+        let max_bytes = self.job.limits.image_bytes;
         Function::new(
             self.ctx.clone(),
             move |ctx: Ctx<'js>, data: String, mime_type: String| -> rquickjs::Result<()> {
@@ -657,6 +661,16 @@ impl<'js> Driver<'_, 'js> {
                         &format!("a script may attach at most {max} images"),
                     ));
                 }
+                if state.image_bytes + data.len() > max_bytes {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        &format!(
+                            "the images would take {} bytes of base64, past the cap of {max_bytes} bytes for a script's images (image_bytes)",
+                            state.image_bytes + data.len()
+                        ),
+                    ));
+                }
+                state.image_bytes += data.len();
                 state.images.push(Content::image(data, mime_type));
                 Ok(())
             },

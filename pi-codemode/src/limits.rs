@@ -19,6 +19,9 @@ pub struct CodeLimits {
     pub max_calls: usize,
     /// Images one script may attach: 8.
     pub max_images: usize,
+    /// The base64 bytes of all images one script attaches: 10 MiB. They are kept in the
+    /// result (and so in the transcript): `attachImage` throws past it.
+    pub image_bytes: usize,
     /// The script's return value, as JSON, kept in the result: 256 KiB (pi-tool's
     /// [`DEFAULT_MAX_RESULT_BYTES`](pi_tool::DEFAULT_MAX_RESULT_BYTES)). Past it the model reads
     /// the first this many bytes with a note, and the result's `details` keep none of it (only
@@ -51,6 +54,7 @@ impl Default for CodeLimits {
             console_bytes: 16 << 10,
             max_calls: 1_000,
             max_images: 8,
+            image_bytes: 10 << 20,
             result_bytes: pi_tool::DEFAULT_MAX_RESULT_BYTES,
             cpu_time: Duration::from_secs(10),
             source_bytes: 256 << 10,
@@ -148,6 +152,13 @@ impl CodeLimits {
     #[must_use]
     pub fn max_calls_in_flight(mut self, calls: usize) -> Self {
         self.max_calls_in_flight = calls;
+        self
+    }
+
+    /// Sets the cap of a script's images, in base64 bytes.
+    #[must_use]
+    pub fn image_bytes(mut self, bytes: usize) -> Self {
+        self.image_bytes = bytes;
         self
     }
 }

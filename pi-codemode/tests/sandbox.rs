@@ -1060,3 +1060,21 @@ async fn scripts_search_with_the_hosts_own_search() {
         "{result:?}"
     );
 }
+
+#[tokio::test]
+async fn images_past_the_image_cap_throw() {
+    let script = "const png = 'A'.repeat(600); attachImage(png, 'image/png');
+                  try { attachImage(png, 'image/png'); } catch (e) { return e.message; }";
+    let (result, _) = run_with(script, CodeLimits::default().image_bytes(1000)).await;
+    assert_eq!(
+        result.details["result"],
+        "the images would take 1200 bytes of base64, past the cap of 1000 bytes for a script's images (image_bytes)"
+    );
+    assert_eq!(
+        result.content.len(),
+        2,
+        "the first image is kept: {result:?}"
+    );
+    let (result, _) = run_with(script, CodeLimits::default().image_bytes(1200)).await;
+    assert_eq!(result.content.len(), 3, "both images: {result:?}");
+}

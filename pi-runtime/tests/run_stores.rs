@@ -28,6 +28,14 @@ fn store_at(kind: &str, dir: &Path) -> Box<dyn RunStore> {
         "json" => Box::new(JsonFileStore::open(dir.join("runs")).unwrap()),
         #[cfg(feature = "sqlite")]
         "sqlite" => Box::new(pi_runtime::SqliteRunStore::open(dir.join("runs.sqlite")).unwrap()),
+        // Commits not synced to disk: a killed process still loses nothing.
+        #[cfg(feature = "sqlite")]
+        "sqlite-unsynced" => Box::new(
+            pi_runtime::SqliteRunStore::open(dir.join("runs.sqlite"))
+                .unwrap()
+                .without_sync()
+                .unwrap(),
+        ),
         other => panic!("no store {other}"),
     }
 }
@@ -274,6 +282,12 @@ fn a_kill_between_approval_and_completion_never_runs_a_call_twice_json() {
 #[test]
 fn a_kill_between_approval_and_completion_never_runs_a_call_twice_sqlite() {
     kill_trials("sqlite");
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_kill_between_approval_and_completion_never_runs_a_call_twice_sqlite_unsynced() {
+    kill_trials("sqlite-unsynced");
 }
 
 #[tokio::test]

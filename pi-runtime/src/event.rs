@@ -90,8 +90,9 @@ pub enum AgentEvent {
     ToolCallWaiting {
         /// The call.
         call: ToolCallRef,
-        /// What waits: the arguments as they would run, why, and for what.
-        waiting: WaitingCall,
+        /// What waits: the arguments as they would run, why, and for what (boxed: it is rare
+        /// next to the other events, and small events keep the whole stream cheap).
+        waiting: Box<WaitingCall>,
     },
     /// The run paused because calls wait; `AgentEnd` follows. The state to resume from is
     /// [`AgentStream::take_paused`](crate::AgentStream::take_paused).

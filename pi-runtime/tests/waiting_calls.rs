@@ -73,7 +73,7 @@ fn waiting_events(events: &[AgentEvent]) -> Vec<WaitingCall> {
     events
         .iter()
         .filter_map(|event| match event {
-            AgentEvent::ToolCallWaiting { waiting, .. } => Some(waiting.clone()),
+            AgentEvent::ToolCallWaiting { waiting, .. } => Some((**waiting).clone()),
             _ => None,
         })
         .collect()

@@ -126,7 +126,7 @@ impl BatchOutcome {
         emitter
             .emit(AgentEvent::ToolCallWaiting {
                 call,
-                waiting: waiting.clone(),
+                waiting: Box::new(waiting.clone()),
             })
             .await;
         self.waiting.push(waiting);

@@ -426,3 +426,62 @@ impl ForTest for Agent {
         self
     }
 }
+
+#[tokio::test]
+async fn a_deferred_tool_loaded_before_the_pause_is_still_loaded_after_it() {
+    let registry = || {
+        let deferred = pi_tool::ToolRegistry::new()
+            .with(
+                FnTool::builder(
+                    "stripe_refund_charge",
+                    "Refund a Stripe card charge.",
+                    json!({"type": "object", "properties": {"charge": {"type": "string"}}}),
+                )
+                .build(|_args: Value, _ctx| async { "refunded the charge" })
+                .unwrap(),
+            )
+            .defer_all();
+        let mut all = pi_tool::ToolRegistry::new().with(RefundTool);
+        all.extend(deferred.tools().cloned());
+        all
+    };
+    // The deferred tool is called by name (which loads it) next to a call that waits.
+    let model = Arc::new(ScriptedModel::new([calls(vec![
+        call("c1", "stripe_refund_charge", json!({"charge": "ch_1"})),
+        call("c2", "refund", json!({"cents": 5})),
+    ])]));
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("test").with_registry(registry()),
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    );
+    let mut state = stream.outcome().await.1.expect("paused");
+    let first = common::request_tool_names(&model.requests()[0]);
+    assert!(
+        !first.contains(&"stripe_refund_charge".to_owned()),
+        "{first:?}"
+    );
+    // Through JSON, into a context built afresh, as another process would.
+    let mut state_again = RunState::from_json(&state.to_json()).unwrap();
+    state_again.approve("c2").unwrap();
+    state = state_again;
+    let model = Arc::new(ScriptedModel::new([text("done")]));
+    let resumed = agent_loop_resume(
+        Resume::new(state),
+        AgentContext::new("test").with_registry(registry()),
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    )
+    .map_err(|refused| refused.error)
+    .unwrap();
+    let (_, paused) = resumed.outcome().await;
+    assert!(paused.is_none());
+    let after = common::request_tool_names(&model.requests()[0]);
+    assert!(
+        after.contains(&"stripe_refund_charge".to_owned()),
+        "{after:?}"
+    );
+}

@@ -61,9 +61,11 @@ impl HttpLimits {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
     /// 1,024 open connections (and never more than 3/4 of the open-file limit).
     pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
-    /// 256 open connections from one IP address.
-    pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
-    /// 1,000 sessions: tens of MB at the cost of one (see the README's "Limits").
+    /// 1,024 open connections from one IP address: the total. On loopback, and behind a
+    /// reverse proxy, every client has the same address, and an rmcp client holds two or three
+    /// connections per session; a lower cap is for a server many hosts reach directly.
+    pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 1024;
+    /// 1,000 sessions: about 100 MB at what one costs (the README's "Sessions and memory").
     pub const DEFAULT_MAX_SESSIONS: usize = 1000;
     /// 100 sessions per principal: far more than one user's clients open.
     pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = 100;

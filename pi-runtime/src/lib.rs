@@ -36,10 +36,9 @@ pub use agent_loop::{
 };
 pub use config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallHook, AgentLoopConfig, ApiKeyHook,
-    ApprovalTimeout, Approver,
-    BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook, DEFAULT_ABORT_GRACE,
-    DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES, MessageSource, MessagesHook,
-    ShouldStopHook, ToolExecution, TurnEndContext,
+    ApprovalTimeout, Approver, BeforeToolCall, BeforeToolCallContext, BeforeToolCallHook,
+    DEFAULT_ABORT_GRACE, DEFAULT_MAX_NESTING_DEPTH, DEFAULT_MAX_RESULT_BYTES, MessageSource,
+    MessagesHook, ShouldStopHook, ToolExecution, TurnEndContext,
 };
 pub use event::ToolCallRef;
 pub use scripted::{FnModel, ModelRequest, SCRIPT_EXHAUSTED, ScriptedModel, ScriptedStreaming};

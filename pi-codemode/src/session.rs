@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
-use pi_tool::{Content, ToolContext, ToolResult};
+use pi_tool::{Content, Deadline, ToolContext, ToolResult};
 use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
@@ -40,6 +41,7 @@ pub(crate) async fn run(
         engines,
     };
     let result_bytes = job.limits.result_bytes;
+    let time = job.limits.time;
     let Ok(engine) = engine::spawn(job, done) else {
         return ToolResult::error("the code engine could not start a thread");
     };
@@ -50,12 +52,26 @@ pub(crate) async fn run(
             engine.unpark();
             ToolResult::error("the code call was aborted")
         }
+        // The engine polls its caps by a count of operations: a loop of long built-in calls
+        // can keep it from looking for a while. The call is answered at the cap all the same;
+        // the engine stops at its next look (the deadline has passed by then).
+        () = Deadline::after(time + ANSWER_GRACE) => {
+            engine.unpark();
+            ToolResult::error(format!(
+                "the script ran past its time cap ({} s) and was stopped",
+                time.as_secs_f64()
+            ))
+        }
         outcome = outcome => match outcome {
             Ok(outcome) => answer(outcome, result_bytes),
             Err(_) => ToolResult::error("the code engine stopped unexpectedly"),
         },
     }
 }
+
+/// How long past the time cap the host waits for the engine's own answer before answering for
+/// it (the engine answers within a few milliseconds when it polls as usual).
+const ANSWER_GRACE: Duration = Duration::from_millis(100);
 
 /// The result the model sees: the return value as JSON (at most `result_bytes` of it), the
 /// console, the attached images.

@@ -313,6 +313,23 @@ async fn every_endless_script_stops_at_the_time_cap() {
 }
 
 #[tokio::test]
+async fn a_loop_of_long_built_in_calls_is_answered_at_the_time_cap() {
+    // Each `indexOf` scans 250 KB without polling the interrupt handler, which QuickJS calls
+    // every 10,000 operations: the engine looks at its caps only every few seconds. The call
+    // is answered at the cap all the same (the engine stops at its next look).
+    let (result, _) = tokio::time::timeout(
+        Duration::from_secs(10),
+        run_with(
+            "const s = 'ab'.repeat(125000); let n = 0; for (;;) n += s.indexOf('zz');",
+            CodeLimits::default().time(Duration::from_millis(300)),
+        ),
+    )
+    .await
+    .expect("answered at the cap");
+    assert_error(&result, "time cap (0.3 s)");
+}
+
+#[tokio::test]
 async fn a_flood_of_queued_jobs_stops_at_a_cap() {
     // Each job queues a thousand: the queue's memory grows until the memory cap or the time cap
     // stops it, whichever comes first.

@@ -222,9 +222,7 @@ impl<'a> Renderer<'a> {
 /// loaded, or a `tools_changed` record's additions and removals; `None` for other messages.
 fn tool_set_line(message: &Message) -> Option<String> {
     match message {
-        Message::ToolResult(result)
-            if result.tool_name == pi_tool::TOOL_SEARCH_NAME && !result.is_error =>
-        {
+        Message::ToolResult(result) if is_search_name(&result.tool_name) && !result.is_error => {
             let loaded: Vec<&str> = pi_tool::loaded_by_search(&result.details).collect();
             (!loaded.is_empty()).then(|| format!("  loaded: {}\n", loaded.join(", ")))
         }
@@ -237,6 +235,18 @@ fn tool_set_line(message: &Message) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether a result comes from the loop's own search: `tool_search`, or the name it takes when a
+/// tool of the user's holds that one (`pi_tool_search`, then `pi_tool_search_2`, ...).
+fn is_search_name(name: &str) -> bool {
+    let fallback = pi_tool::ToolSearch::FALLBACK_NAME;
+    name == pi_tool::TOOL_SEARCH_NAME
+        || name == fallback
+        || name
+            .strip_prefix(fallback)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The one thing to show about a call: the command, the path, the pattern; else compact JSON.
@@ -389,6 +399,27 @@ mod tests {
             String::from_utf8(log).unwrap(),
             "● bash $ make a\n● read b.txt\n● bash $ make a\n  a1\n● read b.txt\n  b\n  ✓ read b.txt (3 ms)\n● bash $ make a\n  a2\n  ✓ bash $ make a (50 ms)\n"
         );
+    }
+
+    /// When a user's tool holds the name `tool_search`, the loop's search is offered under
+    /// another name: what it loads is shown all the same.
+    #[test]
+    fn tools_loaded_by_the_search_under_its_fallback_name_are_shown() {
+        for name in ["pi_tool_search", "pi_tool_search_2"] {
+            let search: Message = serde_json::from_value(serde_json::json!({"role": "toolResult",
+                "toolCallId": "c1", "toolName": name,
+                "content": [{"type": "text", "text": "1 tool"}],
+                "details": {"tools": ["slack_post"]}}))
+            .unwrap();
+            assert_eq!(
+                tool_set_line(&search).as_deref(),
+                Some("  loaded: slack_post\n"),
+                "{name}"
+            );
+        }
+        for name in ["pi_tool_search_", "pi_tool_search_x", "my_tool_search"] {
+            assert!(!is_search_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A local HTTP/1.1 server on 127.0.0.1 that answers each request with a prepared reply and
-//! records what it was sent (target, headers, JSON body): the other end of the provider tests
-//! for Mistral and Azure OpenAI (the same server as `providers_http.rs` uses).
+//! records what it was sent (target, headers, JSON body): the other end of the HTTP provider
+//! tests (`providers_http.rs`, Mistral, Azure OpenAI).
 
 #![allow(dead_code, unreachable_pub)]
 

@@ -103,6 +103,9 @@ impl AgentTool for ApprovalRequired {
     fn keywords(&self) -> &[String] {
         self.0.keywords()
     }
+    fn state_types(&self) -> Vec<crate::StateType> {
+        self.0.state_types()
+    }
     fn eager_input_streaming(&self) -> bool {
         self.0.eager_input_streaming()
     }

@@ -60,11 +60,17 @@ impl AgentTool for Deferred {
     fn deferred(&self) -> bool {
         true
     }
+    fn input_examples(&self) -> &[Value] {
+        self.0.input_examples()
+    }
     fn keywords(&self) -> &[String] {
         self.0.keywords()
     }
     fn state_types(&self) -> Vec<crate::StateType> {
         self.0.state_types()
+    }
+    fn eager_input_streaming(&self) -> bool {
+        self.0.eager_input_streaming()
     }
     fn callers(&self) -> ToolCallers {
         self.0.callers()

@@ -1,5 +1,5 @@
 //! The `#[tool(...)]` arguments: `name`, `label`, `description`, `sequential` / `parallel`,
-//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `keywords`, `callers`, `replay`, `approval`, and the annotation flags `read_only`,
+//! `deny_unknown_fields`, `prepare_arguments`, `defer`, `keywords`, `callers`, `replay`, `aborted`, `approval`, and the annotation flags `read_only`,
 //! `destructive`, `idempotent`, `open_world`.
 
 use proc_macro2::TokenStream;
@@ -26,6 +26,7 @@ pub(crate) const KEYS: &[&str] = &[
     "eager_input_streaming",
     "callers",
     "replay",
+    "aborted",
     "approval",
     "read_only",
     "destructive",
@@ -75,6 +76,8 @@ pub(crate) struct ToolArgs {
     pub(crate) callers: Option<syn::Ident>,
     /// `replay = "never"`: the `Replay` variant.
     pub(crate) replay: Option<syn::Ident>,
+    /// `aborted = "Command aborted"`: the text of a call answered for an abort.
+    pub(crate) aborted: Option<LitStr>,
     /// `approval` or `approval = path`.
     pub(crate) approval: Option<crate::approval::Approval>,
 }
@@ -146,6 +149,7 @@ impl ToolArgs {
                 });
                 set_once(cx, &mut self.replay, &path, value);
             }
+            "aborted" => set_once(cx, &mut self.aborted, &path, string_value(cx, &key, &meta)),
             "approval" => {
                 let value = crate::approval::approval_value(cx, &meta);
                 set_once(cx, &mut self.approval, &path, value);

@@ -63,6 +63,7 @@ use proc_macro::TokenStream;
 /// | `eager_input_streaming` | the API may stream the arguments without buffering them (Anthropic's `eager_input_streaming`) | buffered |
 /// | `callers = "code"` | who may call the tool: `"model"` (only the model, directly), `"code"` (only from code: another tool's `ctx.call_tool`, a `code` tool's script; the model never sees it) or `"both"` | `"both"` |
 /// | `replay = "never"` | what a durable host (`pi-restate`) does with a call interrupted before its outcome was recorded: `"never"` answers that its outcome is unknown instead of running it again; `"safe"` runs it again | run again (at least once) |
+/// | `aborted = "Command aborted"` | the error text of a call aborted before it runs, or that does not answer an abort within the grace (`AgentTool::aborted_message`); the agent loop's own checks before a call starts keep `Operation aborted`, as pi's loop does | `Operation aborted` |
 /// | `approval` | every call waits for a decision before it runs: the agent loop pauses the run (or asks its approver) until the call is approved or denied | runs at once |
 /// | `approval = path` | a `fn(&XxxParams, &ToolContext) -> bool` (or `fn(&Value, &ToolContext) -> bool`) says per call whether it waits, given the arguments as they would run | runs at once |
 /// | `prepare_arguments = path` | a `fn(Value) -> Result<Value, E>` that rewrites raw arguments before validation | none |

@@ -43,7 +43,8 @@ pub(crate) fn replay_value(lit: &LitStr) -> Result<syn::Ident, syn::Error> {
     Ok(syn::Ident::new(variant, lit.span()))
 }
 
-/// The `callers` and `replay` methods of the generated `AgentTool` impl (nothing when unset).
+/// The `callers`, `replay` and `aborted_message` methods of the generated `AgentTool` impl
+/// (nothing when unset).
 pub(crate) fn policy_methods(args: &ToolArgs) -> TokenStream {
     let callers = args.callers.as_ref().map(|variant| {
         quote! {
@@ -59,5 +60,12 @@ pub(crate) fn policy_methods(args: &ToolArgs) -> TokenStream {
             }
         }
     });
-    quote!(#callers #replay)
+    let aborted = args.aborted.as_ref().map(|text| {
+        quote! {
+            fn aborted_message(&self) -> &str {
+                #text
+            }
+        }
+    });
+    quote!(#callers #replay #aborted)
 }

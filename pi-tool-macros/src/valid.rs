@@ -62,6 +62,14 @@ impl ToolFn {
         {
             cx.error_spanned_by(label, "`label` cannot be empty");
         }
+        if let Some(aborted) = &args.aborted
+            && aborted.value().trim().is_empty()
+        {
+            cx.error_spanned_by(
+                aborted,
+                "`aborted` cannot be empty: it is what the model reads when the call is aborted",
+            );
+        }
     }
 
     /// A free fn has no `self`; a method of a `#[tools]` impl takes `&self`, because its tool

@@ -115,6 +115,9 @@ impl AgentTool for ApprovalRequired {
     fn replay(&self) -> Option<Replay> {
         self.0.replay()
     }
+    fn aborted_message(&self) -> &str {
+        self.0.aborted_message()
+    }
     fn needs_approval(&self, _args: &Value, _ctx: &ToolContext) -> bool {
         true
     }

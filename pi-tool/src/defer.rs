@@ -78,6 +78,9 @@ impl AgentTool for Deferred {
     fn replay(&self) -> Option<Replay> {
         self.0.replay()
     }
+    fn aborted_message(&self) -> &str {
+        self.0.aborted_message()
+    }
     fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
         self.0.needs_approval(args, ctx)
     }

@@ -71,6 +71,7 @@ pub struct FnTool {
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
+    aborted: Option<Arc<str>>,
     approval: Option<ApprovalRule>,
     external: bool,
     validator: Arc<ArgumentValidator>,
@@ -134,6 +135,7 @@ impl FnTool {
             eager_input_streaming: false,
             callers: ToolCallers::Both,
             replay: None,
+            aborted: None,
             approval: None,
             prepare: None,
         }
@@ -196,6 +198,7 @@ pub struct FnToolBuilder {
     eager_input_streaming: bool,
     callers: ToolCallers,
     replay: Option<Replay>,
+    aborted: Option<String>,
     approval: Option<ApprovalRule>,
     prepare: Option<Arc<Prepare>>,
 }
@@ -337,6 +340,13 @@ impl FnToolBuilder {
         self
     }
 
+    /// The error text of a call aborted before it runs, or that does not answer an abort within
+    /// the grace (like `#[tool(aborted = "Command aborted")]`; `Operation aborted` otherwise).
+    pub fn aborted_message(mut self, text: impl Into<String>) -> Self {
+        self.aborted = Some(text.into());
+        self
+    }
+
     /// Every call waits for a decision before it runs (like `#[tool(approval)]`).
     pub fn approval(self) -> Self {
         self.approval_when(|_args: &Value, _ctx: &ToolContext| true)
@@ -416,6 +426,7 @@ impl FnToolBuilder {
             eager_input_streaming: self.eager_input_streaming,
             callers: self.callers,
             replay: self.replay,
+            aborted: self.aborted.map(Arc::from),
             approval: self.approval,
             external: false,
             validator,
@@ -532,6 +543,10 @@ impl AgentTool for FnTool {
         self.replay
     }
 
+    fn aborted_message(&self) -> &str {
+        self.aborted.as_deref().unwrap_or(crate::ABORTED)
+    }
+
     fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
         self.approval.as_ref().is_some_and(|rule| rule(args, ctx))
     }
@@ -577,6 +592,7 @@ impl fmt::Debug for FnTool {
             .field("deferred", &self.deferred)
             .field("callers", &self.callers)
             .field("replay", &self.replay)
+            .field("aborted", &self.aborted)
             .field("approval", &self.approval.is_some())
             .field("external", &self.external)
             .field("prepare_arguments", &self.prepare.is_some())
@@ -598,6 +614,7 @@ impl fmt::Debug for FnToolBuilder {
             .field("deferred", &self.deferred)
             .field("callers", &self.callers)
             .field("replay", &self.replay)
+            .field("aborted", &self.aborted)
             .field("approval", &self.approval.is_some())
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()

@@ -27,7 +27,7 @@ use crate::{
 };
 
 /// The result text of a call that did not run, or was answered for, because its run was
-/// aborted.
+/// aborted (a tool may give its own: [`AgentTool::aborted_message`]).
 pub const ABORTED: &str = "Operation aborted";
 
 /// What a host lends the pipeline: its tools, the bounds of each call, and optionally a gate
@@ -58,9 +58,10 @@ pub trait ToolHost: Send + Sync {
 /// failure (unknown tool, arguments over a limit, invalid arguments, an abort, a timeout,
 /// `Err`, a panic) is an error result with the text every host gives.
 ///
-/// `ctx` is the call's context: its signal (an abort while the call waits for the gate answers
-/// it `Operation aborted`, and so does one while the tool runs, after the abort grace), its
-/// updates and its state.
+/// `ctx` is the call's context: its signal (an abort before the call runs or while it waits for
+/// the gate answers it with the tool's [`aborted_message`](AgentTool::aborted_message),
+/// `Operation aborted` unless the tool says otherwise, and so does one while the tool runs, after
+/// the abort grace), its updates and its state.
 pub async fn run_tool_call(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
     let mut result = run_unfitted(host, call, ctx).await;
     // Every result, a refusal's too, as the loop fits every result message.
@@ -117,7 +118,7 @@ async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) ->
     // A fresh context (`ToolContext::new`) cannot be aborted but by the tool: nothing to watch.
     let watched = ctx.may_be_aborted();
     if watched && ctx.is_aborted() {
-        return ToolResult::error(ABORTED);
+        return ToolResult::error(tool.aborted_message());
     }
     let limits = host.limits();
     let arguments = match prepare_call_within(tool.as_ref(), &call.arguments, &limits.arguments) {
@@ -158,7 +159,7 @@ async fn run_nested_unfitted(
         return ToolResult::error(model_only_message(&call.name));
     }
     if ctx.is_aborted() {
-        return ToolResult::error(ABORTED);
+        return ToolResult::error(tool.aborted_message());
     }
     let limits = host.limits();
     let mut arguments = match prepare_call_within(tool.as_ref(), &call.arguments, &limits.arguments)
@@ -182,7 +183,7 @@ async fn run_nested_unfitted(
         BeforeCall::Answer(result) => return result,
     }
     if ctx.is_aborted() {
-        return ToolResult::error(ABORTED);
+        return ToolResult::error(tool.aborted_message());
     }
     let kept = hooks
         .has_after_call()
@@ -211,7 +212,7 @@ async fn run_gated(
             let exclusive = tool.execution_mode() == Some(ExecutionMode::Sequential);
             match until_aborted(&ctx, gate.admit(exclusive)).await {
                 Some(admission) => Some(admission),
-                None => return ToolResult::error(ABORTED),
+                None => return ToolResult::error(tool.aborted_message()),
             }
         }
         None => None,
@@ -219,7 +220,7 @@ async fn run_gated(
     if watched {
         let watching = ctx.clone();
         let running = execute_within(tool, &call.arguments, arguments, ctx, limits);
-        until_aborted_or_grace(&watching, limits, running).await
+        until_aborted_or_grace(&watching, limits, tool.aborted_message(), running).await
     } else {
         execute_within(tool, &call.arguments, arguments, ctx, limits).await
     }
@@ -258,9 +259,15 @@ async fn race_abort<F: Future>(
 
 /// Runs a call; after an abort of `ctx` from outside ([`ToolContext::abort_signal`]: its parent,
 /// or its own signal if it had one when the call started) the call gets the grace to answer
-/// for itself, and is then answered `Operation aborted`. A timeout cancelling the call's own
-/// signal is the timeout's to answer, not this.
-async fn until_aborted_or_grace<F>(ctx: &ToolContext, limits: &CallLimits, call: F) -> ToolResult
+/// for itself, and is then answered with the tool's `aborted` text (`Operation aborted` unless
+/// it says otherwise). A timeout cancelling the call's own signal is the timeout's to answer,
+/// not this.
+async fn until_aborted_or_grace<F>(
+    ctx: &ToolContext,
+    limits: &CallLimits,
+    aborted: &str,
+    call: F,
+) -> ToolResult
 where
     F: Future<Output = ToolResult>,
 {
@@ -270,6 +277,6 @@ where
     }
     match select(call, crate::Deadline::after(limits.abort_grace)).await {
         Either::Left((result, _)) => result,
-        Either::Right(((), _)) => ToolResult::error(ABORTED),
+        Either::Right(((), _)) => ToolResult::error(aborted),
     }
 }

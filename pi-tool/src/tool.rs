@@ -125,6 +125,15 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
         None
     }
 
+    /// The error text a call of this tool is answered with when it is aborted before it runs,
+    /// or does not answer an abort within the grace: [`ABORTED`](crate::ABORTED) (`Operation
+    /// aborted`, pi's built-in tools' text) unless the tool says otherwise, as pi's `bash` does
+    /// (`Command aborted`). The agent loop's own checks before a call starts keep
+    /// `Operation aborted`, as pi's loop does. `#[tool(aborted = "..")]` sets it.
+    fn aborted_message(&self) -> &str {
+        crate::ABORTED
+    }
+
     /// Whether this call must wait for a decision (approve or deny) before it runs, asked with
     /// the arguments as they would run (after `prepare_arguments` and validation). The agent
     /// loop pauses the run on such a call (or asks its approver); a host that cannot wait

@@ -403,6 +403,7 @@ struct Reading {
     defer,
     callers = "model",
     replay = "never",
+    aborted = "Thermometer stopped",
     read_only,
     idempotent,
     open_world = false
@@ -436,6 +437,7 @@ async fn the_builder_says_everything_the_attribute_says() {
     .deferred()
     .callers(pi_tool::ToolCallers::Model)
     .replay(pi_tool::Replay::Never)
+    .aborted_message("Thermometer stopped")
     .annotations(
         pi_tool::ToolAnnotations::new()
             .read_only(true)
@@ -463,6 +465,8 @@ async fn the_builder_says_everything_the_attribute_says() {
     assert_eq!(built.callers(), pi_tool::ToolCallers::Model);
     assert_eq!(built.replay(), attribute.replay());
     assert_eq!(built.replay(), Some(pi_tool::Replay::Never));
+    assert_eq!(built.aborted_message(), attribute.aborted_message());
+    assert_eq!(built.aborted_message(), "Thermometer stopped");
     assert_eq!(built.annotations(), attribute.annotations());
     assert_eq!(built.output_schema(), attribute.output_schema());
     assert!(built.output_schema().is_some());
@@ -477,6 +481,16 @@ async fn the_builder_says_everything_the_attribute_says() {
             (a.is_error, a.text_content(), a.details),
             (b.is_error, b.text_content(), b.details)
         );
+    }
+    // A call aborted before it runs is answered with the tool's own text.
+    let call = ToolCall::new("c2", "thermometer", json!({"room": "hall"}));
+    for registry in [&tools, &by_attribute] {
+        let signal = pi_tool::CancellationToken::new();
+        signal.cancel();
+        let ctx = registry.context("c2").with_signal(signal);
+        let result = registry.run_with(&call, ctx).await;
+        assert!(result.is_error);
+        assert_eq!(result.text_content(), "Thermometer stopped");
     }
     let unknown = tools
         .run(&ToolCall::new(

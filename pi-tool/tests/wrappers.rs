@@ -72,6 +72,9 @@ impl AgentTool for Probe {
     fn replay(&self) -> Option<Replay> {
         Some(Replay::Never)
     }
+    fn aborted_message(&self) -> &str {
+        "Probe aborted"
+    }
     fn needs_approval(&self, _args: &Value, _ctx: &ToolContext) -> bool {
         true
     }
@@ -129,6 +132,11 @@ fn assert_forwarded(wrapped: &dyn AgentTool, probe: &Probe, which: &str) {
     );
     assert_eq!(wrapped.callers(), probe.callers(), "{which}: callers");
     assert_eq!(wrapped.replay(), probe.replay(), "{which}: replay");
+    assert_eq!(
+        wrapped.aborted_message(),
+        probe.aborted_message(),
+        "{which}: aborted_message"
+    );
     assert_eq!(wrapped.external(), probe.external(), "{which}: external");
     assert_eq!(
         wrapped.annotations(),

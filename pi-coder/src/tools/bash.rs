@@ -33,6 +33,7 @@ pub(crate) enum Outcome {
 #[tool(
     name = "bash",
     label = "bash",
+    aborted = "Command aborted",
     read_only = false,
     destructive,
     open_world

@@ -164,6 +164,27 @@ async fn timeout_kills_the_whole_group_even_when_sigterm_is_ignored() {
     assert_eq!(err_text(&result), "Command timed out after 1 seconds");
 }
 
+/// pi's bash answers a call whose signal is already aborted `Command aborted`, where the other
+/// tools say `Operation aborted`; the pipeline's check before the call runs gives the tool's
+/// own text. The command never runs.
+#[tokio::test]
+async fn a_call_aborted_before_it_runs_answers_command_aborted() {
+    let (dir, tools) = project();
+    let signal = CancellationToken::new();
+    signal.cancel();
+    let (result, _) = call_streaming(
+        &tools,
+        "bash",
+        json!({"command": "touch ran"}),
+        signal.clone(),
+    )
+    .await;
+    assert_eq!(err_text(&result), "Command aborted");
+    assert!(!dir.path().join("ran").exists(), "the command ran");
+    let (result, _) = call_streaming(&tools, "ls", json!({}), signal).await;
+    assert_eq!(err_text(&result), "Operation aborted");
+}
+
 #[tokio::test]
 async fn abort_kills_the_group_and_reports_command_aborted() {
     let (dir, tools) = project();

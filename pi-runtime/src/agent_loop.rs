@@ -283,6 +283,7 @@ fn start_with(
         activated,
         claim,
         paused: false,
+        state_checked: Default::default(),
     };
     AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

@@ -376,3 +376,43 @@ async fn a_run_whose_tool_lacks_its_state_stops_before_asking_the_model() {
     tokio::time::timeout(HANG, run.messages()).await.unwrap();
     assert_eq!(model.requests().len(), 1);
 }
+
+/// A tool that lacks its state and arrives mid-run (activated from the registry by a result's
+/// `added_tool_names`) stops the run before the next request: the loop checks each tool added
+/// to the set, not only those it started with (and not the whole set again every turn).
+#[tokio::test]
+async fn a_tool_activated_mid_run_that_lacks_its_state_stops_the_next_request() {
+    let unlock = pi_tool::FnTool::builder(
+        "unlock",
+        "Unlock the thermometer.",
+        json!({"type": "object"}),
+    )
+    .build(|_, _| async { ToolResult::text("unlocked").with_added_tools(["temperature"]) })
+    .unwrap();
+    let available = pi_tool::ToolRegistry::new()
+        .with(unlock.clone())
+        .with(TemperatureTool);
+    let context = AgentContext::new("")
+        .with_available(available)
+        .with_tool(unlock);
+    let model = Arc::new(ScriptedModel::new([
+        calls(vec![call("t1", "unlock", json!({}))]),
+        text("never"),
+    ]));
+    let run = agent_loop(
+        vec![Message::user("go")],
+        context,
+        AgentLoopConfig::new(),
+        model.clone(),
+        CancellationToken::new(),
+    );
+    let messages = tokio::time::timeout(HANG, run.messages()).await.unwrap();
+    assert_eq!(model.requests().len(), 1, "the second request was made");
+    let answer = messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(answer.stop_reason, StopReason::Error);
+    let error = answer.error_message.as_deref().unwrap();
+    assert!(
+        error.contains("`temperature`") && error.contains("loop_borders::Settings"),
+        "{error}"
+    );
+}

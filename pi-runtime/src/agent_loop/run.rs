@@ -1,6 +1,7 @@
 //! The turn loop (pi's `runLoop` and `streamAssistantResponse`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pi_tool::{AgentTool, CallLimits, CancellationToken, StateMap, ToolRegistry};
 use tracing::{Instrument, Span};
@@ -59,6 +60,11 @@ pub(crate) struct Run {
     pub(crate) claim: Option<Arc<dyn RunClaim>>,
     /// The run paused (its state was handed over).
     pub(crate) paused: bool,
+    /// How many of `tools` (from the first) had their `State<T>` types checked: tools are only
+    /// appended within a set, so a request checks just the ones added since (none, most turns),
+    /// not the whole catalog again.
+    /// (Atomic: a request reads the run through `&self`.)
+    pub(crate) state_checked: AtomicUsize,
 }
 
 impl Run {
@@ -496,6 +502,7 @@ impl Run {
             Some(&self.options.tools),
         );
         self.tools = installed.tools;
+        *self.state_checked.get_mut() = 0;
         self.deferral = installed.deferral;
         if let Some(deferral) = &mut self.deferral {
             deferral.keep_order(&before);
@@ -579,12 +586,16 @@ impl Run {
         }
         // A tool taking `State<T>` with no `T` given would fail at its first call, with a
         // message only the model reads: the run stops before it asks the model.
-        if let Some(missing) = pi_tool::missing_state(self.tools.tools(), &self.state)
+        let checked = self.state_checked.load(Ordering::Relaxed);
+        let unchecked = self.tools.tools().get(checked..).unwrap_or_default();
+        if let Some(missing) = pi_tool::missing_state(unchecked, &self.state)
             .into_iter()
             .next()
         {
             return Err(self.failed(StopReason::Error, missing.into_error().to_string()));
         }
+        self.state_checked
+            .store(self.tools.tools().len(), Ordering::Relaxed);
         let context = Context {
             system_prompt: &self.system_prompt,
             messages: llm_messages.as_deref().unwrap_or(&self.transcript),

@@ -32,6 +32,7 @@ mod timer;
 mod tool;
 mod tool_search;
 mod validate;
+mod waiting;
 
 mod private;
 
@@ -62,7 +63,9 @@ pub use limits::{
     MAX_SUPPORTED_ARGUMENT_DEPTH,
 };
 pub use nested::{BeforeCall, CallHooks, NestedCall, NestedHost};
-pub use pipeline::{ABORTED, ToolHost, run_nested_call, run_tool_call};
+pub use pipeline::{
+    ABORTED, ToolHost, run_decided_call, run_nested_call, run_tool_call, run_tool_call_or_wait,
+};
 pub use registry::{ToolRegistration, ToolRegistry};
 pub use replay::{Replay, outcome_unknown_message};
 pub use result::{IntoToolResult, Json, JsonWithoutSchema, ToolResult};
@@ -81,6 +84,10 @@ pub use tool_search::{
     TOOL_SEARCH_NAME, ToolRanker, ToolSearch, loaded_by_search,
 };
 pub use validate::{ArgumentValidator, validate_arguments, validate_borrowed, validate_owned};
+pub use waiting::{
+    Approver, CallOutcome, Decision, WaitingCall, approver, denied_message,
+    external_needs_answer_message,
+};
 
 pub use pi_tool_macros::{tool, tools};
 pub use tokio_util::sync::CancellationToken;

@@ -21,9 +21,11 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::callers::{code_only_message, model_only_message};
 use crate::nested::{BeforeCall, CallHooks};
+use crate::waiting::{Settled, settle};
 use crate::{
-    AgentTool, CallGate, CallLimits, ExecutionMode, PreparedArguments, ToolCall, ToolContext,
-    ToolResult, execute_within, fit_result, prepare_call_within, tool_not_found_message,
+    AgentTool, Approver, CallGate, CallLimits, CallOutcome, Decision, ExecutionMode,
+    PreparedArguments, ToolCall, ToolContext, ToolResult, WaitingCall, execute_within, fit_result,
+    prepare_call_within, tool_not_found_message,
 };
 
 /// The result text of a call that did not run, or was answered for, because its run was
@@ -109,25 +111,159 @@ fn cannot_wait(tool: &dyn AgentTool, arguments: &Value, ctx: &ToolContext) -> Op
 
 /// Every stage of [`run_tool_call`] but the result-size limit.
 async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) -> ToolResult {
-    let Some(tool) = host.tool(&call.name) else {
-        return ToolResult::error(tool_not_found_message(&call.name, host.tool_names()));
-    };
-    if !tool.callers().allows_model() {
-        return ToolResult::error(code_only_message(&call.name));
-    }
-    // A fresh context (`ToolContext::new`) cannot be aborted but by the tool: nothing to watch.
-    let watched = ctx.may_be_aborted();
-    if watched && ctx.is_aborted() {
-        return ToolResult::error(tool.aborted_message());
-    }
-    let limits = host.limits();
-    let arguments = match prepare_call_within(tool.as_ref(), &call.arguments, &limits.arguments) {
-        Ok(arguments) => arguments,
-        Err(err) => return ToolResult::error(err.message()),
+    let (tool, arguments) = match prepare_top_level(host, call, &ctx) {
+        Ok(prepared) => prepared,
+        Err(refusal) => return refusal,
     };
     if let Some(refusal) = cannot_wait(tool.as_ref(), arguments.get(&call.arguments), &ctx) {
         return refusal;
     }
+    execute_top_level(host, tool, call, arguments, ctx).await
+}
+
+/// Runs one call through every stage of [`run_tool_call`], except that a call that would wait
+/// (its tool is external, or needs approval for these arguments) is put to `approver` and run
+/// (or answered) as it decides, or, without an approver, given back as
+/// [`CallOutcome::Waiting`] without running. What
+/// [`ToolRegistry::run_or_wait`](crate::ToolRegistry::run_or_wait) runs; `pi-mcp`'s server runs
+/// it with an approver that asks its client.
+pub async fn run_tool_call_or_wait(
+    host: &dyn ToolHost,
+    call: &ToolCall,
+    ctx: ToolContext,
+    approver: Option<&Approver>,
+) -> CallOutcome {
+    let mut outcome = run_or_wait_unfitted(host, call, ctx, approver).await;
+    if let CallOutcome::Done(result) = &mut outcome {
+        fit_result(&mut result.content, host.limits().max_result_bytes);
+    }
+    outcome
+}
+
+/// Runs a call that waited, as `decision` says, through the stages after the wait: approved, it
+/// runs with the arguments it waited with (prepared and validated again: the tool may have
+/// changed since), or with the decision's own; denied, it is an error result with the reason;
+/// answered, the answer is its result. An approval of an external tool's call is an error: only
+/// an answer settles it.
+pub async fn run_decided_call(
+    host: &dyn ToolHost,
+    waiting: &WaitingCall,
+    decision: Decision,
+    ctx: ToolContext,
+) -> ToolResult {
+    let call = ToolCall::new(
+        waiting.id.clone(),
+        waiting.tool.clone(),
+        waiting.arguments.clone(),
+    );
+    let mut result = match prepare_top_level(host, &call, &ctx) {
+        Ok((tool, arguments)) => run_decided(host, tool, &call, arguments, decision, ctx).await,
+        // A denial or an answer needs no tool that still takes the arguments.
+        Err(refusal) => match decision {
+            Decision::Deny { reason } => {
+                ToolResult::error(crate::denied_message(&waiting.tool, &reason))
+            }
+            Decision::Answer { result } => result,
+            _ => refusal,
+        },
+    };
+    fit_result(&mut result.content, host.limits().max_result_bytes);
+    result
+}
+
+/// The stages of [`run_tool_call_or_wait`] but the result-size limit.
+async fn run_or_wait_unfitted(
+    host: &dyn ToolHost,
+    call: &ToolCall,
+    ctx: ToolContext,
+    approver: Option<&Approver>,
+) -> CallOutcome {
+    let (tool, arguments) = match prepare_top_level(host, call, &ctx) {
+        Ok(prepared) => prepared,
+        Err(refusal) => return CallOutcome::Done(refusal),
+    };
+    let prepared = arguments.get(&call.arguments);
+    let Some(waiting) = WaitingCall::of(tool.as_ref(), &call.id, prepared, &ctx) else {
+        return CallOutcome::Done(execute_top_level(host, tool, call, arguments, ctx).await);
+    };
+    let Some(approver) = approver else {
+        return CallOutcome::Waiting(waiting);
+    };
+    let decision = match crate::waiting::ask(approver, tool.as_ref(), waiting, &ctx).await {
+        Ok(decision) => decision,
+        Err(result) => return CallOutcome::Done(result),
+    };
+    CallOutcome::Done(run_decided(host, tool, call, arguments, decision, ctx).await)
+}
+
+/// A prepared call that waited, run (or answered) as `decision` says.
+async fn run_decided(
+    host: &dyn ToolHost,
+    tool: &Arc<dyn AgentTool>,
+    call: &ToolCall,
+    arguments: PreparedArguments,
+    decision: Decision,
+    ctx: ToolContext,
+) -> ToolResult {
+    let replaced = match settle(tool.as_ref(), call, decision) {
+        Settled::Answered(result) => return result,
+        Settled::Run => None,
+        Settled::RunWith(replaced) => Some(replaced),
+    };
+    // A decision can take long: an abort that came meanwhile stops the call here.
+    if ctx.may_be_aborted() && ctx.is_aborted() {
+        return ToolResult::error(tool.aborted_message());
+    }
+    match replaced {
+        None => execute_top_level(host, tool, call, arguments, ctx).await,
+        Some(replaced) => {
+            // Arguments a person gave are validated as the model's are.
+            let limits = &host.limits().arguments;
+            match prepare_call_within(tool.as_ref(), &replaced.arguments, limits) {
+                Ok(arguments) => execute_top_level(host, tool, &replaced, arguments, ctx).await,
+                Err(err) => ToolResult::error(err.message()),
+            }
+        }
+    }
+}
+
+/// Lookup, the callers check, the abort check and preparation of a top-level call; every
+/// refusal as its result.
+#[allow(clippy::result_large_err)] // The refusal is the call's result: it is moved out once.
+fn prepare_top_level<'h>(
+    host: &'h dyn ToolHost,
+    call: &ToolCall,
+    ctx: &ToolContext,
+) -> Result<(&'h Arc<dyn AgentTool>, PreparedArguments), ToolResult> {
+    let Some(tool) = host.tool(&call.name) else {
+        return Err(ToolResult::error(tool_not_found_message(
+            &call.name,
+            host.tool_names(),
+        )));
+    };
+    if !tool.callers().allows_model() {
+        return Err(ToolResult::error(code_only_message(&call.name)));
+    }
+    // A fresh context (`ToolContext::new`) cannot be aborted but by the tool: nothing to watch.
+    if ctx.may_be_aborted() && ctx.is_aborted() {
+        return Err(ToolResult::error(tool.aborted_message()));
+    }
+    match prepare_call_within(tool.as_ref(), &call.arguments, &host.limits().arguments) {
+        Ok(arguments) => Ok((tool, arguments)),
+        Err(err) => Err(ToolResult::error(err.message())),
+    }
+}
+
+/// The stages after preparation of a top-level call: the gate, execution within the limits,
+/// and the abort watch.
+async fn execute_top_level(
+    host: &dyn ToolHost,
+    tool: &Arc<dyn AgentTool>,
+    call: &ToolCall,
+    arguments: PreparedArguments,
+    ctx: ToolContext,
+) -> ToolResult {
+    let watched = ctx.may_be_aborted();
     if watched || host.gate().is_some() {
         // Boxed: what only a gate or an abort needs keeps the plain call's future small.
         return Box::pin(run_gated(
@@ -141,7 +277,7 @@ async fn run_unfitted(host: &dyn ToolHost, call: &ToolCall, ctx: ToolContext) ->
         ))
         .await;
     }
-    execute_within(tool, &call.arguments, arguments, ctx, limits).await
+    execute_within(tool, &call.arguments, arguments, ctx, host.limits()).await
 }
 
 /// The stages of a nested call but the result-size limit.

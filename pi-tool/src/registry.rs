@@ -5,11 +5,16 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use futures_util::future::Either;
+
 use crate::suggest::did_you_mean;
 use crate::{
     AgentTool, ArgumentLimits, BoxFuture, CallGate, CallLimits, ExecutionMode, NestedHost,
     RegistryError, StateMap, ToolCall, ToolContext, ToolHost, ToolResult, ToolSpec,
     run_nested_call, run_tool_call,
+};
+use crate::{
+    Approver, CallOutcome, Decision, WaitingCall, run_decided_call, run_tool_call_or_wait,
 };
 
 /// One `#[tool]` definition, submitted to `inventory` by the macro.
@@ -77,6 +82,8 @@ struct Tools {
     /// registry's size (a rescan per insert made building a registry quadratic).
     sequential_tools: usize,
     gate: Arc<CallGate>,
+    /// Decides calls that wait, in [`ToolRegistry::run`] and [`ToolRegistry::run_or_wait`].
+    approver: Option<Approver>,
 }
 
 fn is_sequential(tool: &Arc<dyn AgentTool>) -> bool {
@@ -386,8 +393,36 @@ impl ToolRegistry {
     /// tokio's blocking pool), and the result-size limit ([`CallLimits`]). Every failure
     /// (unknown tool, invalid arguments, a timeout, `Err`, panic) comes back as an error result
     /// with the text the loop would send.
+    ///
+    /// A call that must wait for a decision (its tool is external, or needs approval) is put
+    /// to the registry's [approver](Self::with_approver); without one it does not run and its
+    /// result is an error saying so. [`run_or_wait`](Self::run_or_wait) gives such a call back
+    /// as a [`CallOutcome::Waiting`] instead.
     pub fn run<'a>(&'a self, call: &'a ToolCall) -> impl Future<Output = ToolResult> + Send + 'a {
-        run_tool_call(&*self.inner, call, self.context(&call.id))
+        self.run_in(call, self.context(&call.id))
+    }
+
+    /// The pipeline of [`run`](Self::run): the plain one without an approver (its future stays
+    /// the size it was), the deciding one with.
+    fn run_in<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: ToolContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        match &self.inner.approver {
+            None => Either::Left(run_tool_call(&*self.inner, call, ctx)),
+            Some(approver) => Either::Right(Box::pin(async move {
+                match run_tool_call_or_wait(&*self.inner, call, ctx, Some(approver)).await {
+                    CallOutcome::Done(result) => result,
+                    // An approver decides every call that waits; should one still wait, it
+                    // does not run.
+                    CallOutcome::Waiting(waiting) => ToolResult::error(format!(
+                        "Tool {} was not run: {}",
+                        waiting.tool, waiting.reason
+                    )),
+                }
+            })),
+        }
     }
 
     /// [`run`](Self::run) with a context of your own (an abort signal, an update sink, an
@@ -398,12 +433,89 @@ impl ToolRegistry {
         call: &'a ToolCall,
         ctx: ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
-        // Its nested calls run here too, unless the context came with a host of its own.
-        let ctx = match ctx.nested_host() {
+        let ctx = self.lend_nested_host(ctx);
+        self.run_in(call, ctx)
+    }
+
+    /// Its nested calls run here too, unless the context came with a host of its own.
+    fn lend_nested_host(&self, ctx: ToolContext) -> ToolContext {
+        match ctx.nested_host() {
             Some(_) => ctx,
             None => ctx.with_nested_host(self.nested_host()),
-        };
-        run_tool_call(&*self.inner, call, ctx)
+        }
+    }
+
+    /// Decides the calls that wait (an external tool's, or one that
+    /// [needs approval](AgentTool::needs_approval)) in process: [`run`](Self::run) and
+    /// [`run_or_wait`](Self::run_or_wait) ask `approver` and run the call (or answer it) as it
+    /// decides, as the agent loop's approver does. Without one, `run` refuses such a call with
+    /// an error result and `run_or_wait` gives it back waiting.
+    #[must_use]
+    pub fn with_approver(mut self, approver: Approver) -> Self {
+        self.tools_mut().approver = Some(approver);
+        self
+    }
+
+    /// The approver set with [`with_approver`](Self::with_approver).
+    pub fn approver(&self) -> Option<&Approver> {
+        self.inner.approver.as_ref()
+    }
+
+    /// Runs one call as [`run`](Self::run) does, except for a call that must wait for a
+    /// decision (its tool is external, or needs approval for these arguments): with an
+    /// [approver](Self::with_approver) it is asked; without one the call does not run and comes
+    /// back as [`CallOutcome::Waiting`], with its id, tool, arguments as they would run (after
+    /// `prepare_arguments` and validation), reason and kind. Decide it later, in this process
+    /// or another, with [`decide`](Self::decide).
+    ///
+    /// ```
+    /// use pi_tool::{tool, CallOutcome, Decision, ToolCall, ToolRegistry, WaitKind};
+    ///
+    /// /// Refund an order.
+    /// #[tool(approval)]
+    /// async fn refund(order: String) -> String { format!("refunded {order}") }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let tools = ToolRegistry::new().with(RefundTool);
+    /// let call = ToolCall::new("c1", "refund", serde_json::json!({"order": "A-7"}));
+    /// let CallOutcome::Waiting(waiting) = tools.run_or_wait(&call).await else {
+    ///     panic!("a refund waits for approval");
+    /// };
+    /// assert_eq!(waiting.kind, WaitKind::Approval);
+    /// // ... later, maybe in another process, with the waiting call kept as JSON:
+    /// let result = tools.decide(&waiting, Decision::Approve).await;
+    /// assert_eq!(result.text_content(), "refunded A-7");
+    /// # });
+    /// ```
+    pub fn run_or_wait<'a>(
+        &'a self,
+        call: &'a ToolCall,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
+        self.run_or_wait_with(call, self.context(&call.id))
+    }
+
+    /// [`run_or_wait`](Self::run_or_wait) with a context of your own.
+    pub fn run_or_wait_with<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: ToolContext,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
+        let ctx = self.lend_nested_host(ctx);
+        run_tool_call_or_wait(&*self.inner, call, ctx, self.inner.approver.as_ref())
+    }
+
+    /// Settles a call that waited ([`run_or_wait`](Self::run_or_wait)) with a decision:
+    /// [`Decision::Approve`] runs it with the arguments it waited with (checked again against
+    /// the tool, which may have changed), [`Decision::ApproveWith`] with others (validated as
+    /// the model's are), [`Decision::Deny`] gives the error result the model reads
+    /// (`Tool <name> was not run: the call was denied: <reason>`), and [`Decision::Answer`] its
+    /// result (the only decision that settles an external tool's call).
+    pub fn decide<'a>(
+        &'a self,
+        waiting: &'a WaitingCall,
+        decision: Decision,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        run_decided_call(&*self.inner, waiting, decision, self.context(&waiting.id))
     }
 }
 

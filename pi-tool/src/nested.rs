@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use crate::{
     ABORTED, BoxFuture, CallGate, CallLimits, ToolCall, ToolContext, ToolResult, UpdateSink,
+    WaitKind, WaitingCall,
 };
 
 /// Where the nested calls of a host's tools run: the host's own pipeline.
@@ -79,6 +80,61 @@ pub trait NestedHost: Send + Sync + 'static {
 
     /// The bounds of nested calls ([`CallLimits::max_nesting_depth`] among them).
     fn limits(&self) -> &CallLimits;
+
+    /// The value named `name` that the call of `ctx` recorded when it ran before, if the host
+    /// runs it again to replay it (see [`ToolContext::replayable_value`]). `None` (the default):
+    /// this host never replays a call.
+    fn recorded_value(&self, ctx: &ToolContext, name: &str) -> Option<Value> {
+        let _ = (ctx, name);
+        None
+    }
+
+    /// Keeps `value` under `name` for the call of `ctx`, for a replay of it (see
+    /// [`ToolContext::record_value`]). The default keeps nothing: this host never replays a
+    /// call.
+    fn record_value(&self, ctx: &ToolContext, name: &str, value: Value) {
+        let _ = (ctx, name, value);
+    }
+}
+
+impl ToolContext {
+    /// A value this call reads from outside (a clock, a random seed) that must be the same if
+    /// its host runs the call again to replay it: the agent loop does when a call this one made
+    /// from code ([`call_tool`](Self::call_tool)) paused the run for a decision, and the run
+    /// resumes (the completed nested calls are answered from a journal; see `pi-runtime`'s
+    /// README). On a replay, the value recorded under `name` the first time; else `read()`,
+    /// recorded. Hosts that never replay (a plain registry) just call `read()`.
+    ///
+    /// ```
+    /// use pi_tool::ToolContext;
+    ///
+    /// let ctx = ToolContext::new("c1");
+    /// let seed = ctx.replayable_value("seed", || serde_json::json!(42));
+    /// assert_eq!(seed, 42);
+    /// ```
+    pub fn replayable_value(&self, name: &str, read: impl FnOnce() -> Value) -> Value {
+        if let Some(recorded) = self.recorded_value(name) {
+            return recorded;
+        }
+        let value = read();
+        self.record_value(name, value.clone());
+        value
+    }
+
+    /// The value this call recorded under `name` when it ran before, when its host replays it
+    /// (`None` on a first run, and in hosts that never replay).
+    pub fn recorded_value(&self, name: &str) -> Option<Value> {
+        self.nested_host()?.recorded_value(self, name)
+    }
+
+    /// Records `value` under `name` for a replay of this call (replacing what was recorded
+    /// under it): a tool that reads many values records them as it goes, or once at its end
+    /// (e.g. `pi-codemode` records the clock readings of a script).
+    pub fn record_value(&self, name: &str, value: Value) {
+        if let Some(host) = self.nested_host() {
+            host.record_value(self, name, value);
+        }
+    }
 }
 
 /// What a host runs around each nested call besides the pipeline: the agent loop's
@@ -97,6 +153,30 @@ pub trait CallHooks: Send + Sync {
     /// for it).
     fn has_after_call(&self) -> bool {
         true
+    }
+
+    /// Whether [`before_call`](Self::before_call) does anything (else it is not called).
+    fn has_before_call(&self) -> bool {
+        true
+    }
+
+    /// A call that must wait for a decision before it runs (its tool is
+    /// [external](crate::AgentTool::external), or [needs
+    /// approval](crate::AgentTool::needs_approval) for its prepared arguments, which `waiting`
+    /// holds with the reason), before [`before_call`](Self::before_call): the host decides it
+    /// (asks an approver, answers it with a decision taken earlier, or answers it with an error
+    /// and pauses its run). The default refuses it with an error result: a host that cannot
+    /// wait for a decision does not run the call unapproved.
+    fn wait<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        waiting: WaitingCall,
+        parent: &'a ToolContext,
+    ) -> BoxFuture<'a, BeforeCall> {
+        let _ = (call, parent);
+        Box::pin(std::future::ready(BeforeCall::Answer(ToolResult::error(
+            cannot_wait_message(&waiting.tool, waiting.kind),
+        ))))
     }
 
     /// After execution: the result the call ends with.
@@ -322,6 +402,17 @@ fn no_host_message(name: &str) -> String {
          context was made by hand; give it one with `ToolContext::with_nested_host`, or run the \
          call through `ToolRegistry::run`)"
     )
+}
+
+/// The refusal of a call that must wait, in a host that cannot wait for a decision.
+pub(crate) fn cannot_wait_message(tool: &str, kind: WaitKind) -> String {
+    match kind {
+        WaitKind::External => crate::external_unanswered_message(tool),
+        _ => format!(
+            "Tool {tool} was not run: it needs approval before it runs, and this host cannot wait \
+             for a decision"
+        ),
+    }
 }
 
 /// The error of a nested call past the depth limit.

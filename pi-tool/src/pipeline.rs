@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::callers::{code_only_message, model_only_message};
-use crate::nested::{BeforeCall, CallHooks};
+use crate::nested::{BeforeCall, CallHooks, cannot_wait_message};
 use crate::waiting::{Settled, settle};
 use crate::{
     AgentTool, Approver, CallGate, CallLimits, CallOutcome, Decision, ExecutionMode,
@@ -303,23 +303,43 @@ async fn run_nested_unfitted(
         Ok(arguments) => arguments,
         Err(err) => return ToolResult::error(err.message()),
     };
-    if let Some(refusal) = cannot_wait(tool.as_ref(), arguments.get(&call.arguments), &ctx) {
-        return refusal;
+    // A call that must wait is the host's to decide (the agent loop asks its approver, or
+    // pauses the run); a host without hooks cannot wait, and refuses it.
+    if let Some(waiting) = WaitingCall::of(
+        tool.as_ref(),
+        &call.id,
+        arguments.get(&call.arguments),
+        &ctx,
+    ) {
+        let Some(hooks) = hooks else {
+            return ToolResult::error(cannot_wait_message(&call.name, waiting.kind));
+        };
+        match hooks.wait(call, waiting, parent).await {
+            BeforeCall::Run => {}
+            BeforeCall::RunWith(replaced) => arguments = PreparedArguments::replaced(replaced),
+            BeforeCall::Answer(result) => return result,
+        }
+        if ctx.is_aborted() {
+            return ToolResult::error(tool.aborted_message());
+        }
     }
-    let Some(hooks) = hooks else {
+    let Some(hooks) = hooks.filter(|hooks| hooks.has_before_call() || hooks.has_after_call())
+    else {
         let gate = Some(&parent.children().gate);
         return run_gated(host, gate, tool, call, arguments, ctx, true).await;
     };
-    match hooks
-        .before_call(call, arguments.get(&call.arguments), parent)
-        .await
-    {
-        BeforeCall::Run => {}
-        BeforeCall::RunWith(replaced) => arguments = PreparedArguments::replaced(replaced),
-        BeforeCall::Answer(result) => return result,
-    }
-    if ctx.is_aborted() {
-        return ToolResult::error(tool.aborted_message());
+    if hooks.has_before_call() {
+        match hooks
+            .before_call(call, arguments.get(&call.arguments), parent)
+            .await
+        {
+            BeforeCall::Run => {}
+            BeforeCall::RunWith(replaced) => arguments = PreparedArguments::replaced(replaced),
+            BeforeCall::Answer(result) => return result,
+        }
+        if ctx.is_aborted() {
+            return ToolResult::error(tool.aborted_message());
+        }
     }
     let kept = hooks
         .has_after_call()

@@ -263,8 +263,8 @@ fn start_with(
     let span = spans::agent_span(model.as_ref());
     let run = Run {
         system_prompt,
-        transcript: messages,
-        new_messages: Vec::new(),
+        transcript: messages.into(),
+        new_messages: Default::default(),
         tools,
         deferral,
         available,

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::message::Message;
 use crate::model::StreamOptions;
+use crate::transcript::Transcript;
 use crate::turn_hooks::{
     FinishTurn, FinishTurnHook, PrepareNextTurnHook, PrepareRequestHook, RequestContext, TurnUpdate,
 };
@@ -189,7 +190,7 @@ pub struct BeforeToolCallContext {
     /// The arguments after `prepare_arguments`, validation and normalization.
     pub args: Value,
     /// The transcript at the time of the call (it ends with the assistant message).
-    pub messages: Arc<[Arc<Message>]>,
+    pub messages: Transcript,
     /// The run's abort signal.
     pub signal: CancellationToken,
     /// For a call a tool made ([`ToolContext::call_tool`](pi_tool::ToolContext::call_tool)):
@@ -211,7 +212,7 @@ pub struct AfterToolCallContext {
     /// Whether the result is an error.
     pub is_error: bool,
     /// The transcript at the time of the call.
-    pub messages: Arc<[Arc<Message>]>,
+    pub messages: Transcript,
     /// The run's abort signal.
     pub signal: CancellationToken,
     /// For a call a tool made: the call that made it. `None` for the model's own calls.
@@ -226,9 +227,9 @@ pub struct TurnEndContext {
     /// Its tool results, in call order.
     pub tool_results: Vec<Arc<Message>>,
     /// The whole transcript.
-    pub messages: Arc<[Arc<Message>]>,
+    pub messages: Transcript,
     /// The messages this run added so far.
-    pub new_messages: Arc<[Arc<Message>]>,
+    pub new_messages: Transcript,
 }
 
 /// `convert_to_llm`/`transform_context`: rewrites the transcript a model request sees.

@@ -7,6 +7,7 @@ pub mod providers;
 mod request_tools;
 mod run_state;
 mod store;
+mod transcript;
 mod wait;
 
 pub use event::AgentEvent;
@@ -21,6 +22,7 @@ pub use run_state::{RUN_STATE_FORMAT, ResumeError, RunState, RunStateReadError};
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{JsonFileStore, RunClaim, RunStore, StoreError};
+pub use transcript::Transcript;
 pub use wait::{Decision, WaitingCall};
 
 mod agent;

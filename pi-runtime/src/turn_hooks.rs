@@ -7,8 +7,8 @@ use std::sync::Arc;
 use pi_tool::{AgentTool, BoxFuture};
 
 use crate::config::TurnEndContext;
-use crate::message::Message;
 use crate::model::{Model, StreamOptions};
+use crate::transcript::Transcript;
 
 /// What [`prepare_next_turn`](crate::AgentLoopConfig::prepare_next_turn) and
 /// [`prepare_request`](crate::AgentLoopConfig::prepare_request) change. Each `Some` replaces
@@ -120,9 +120,9 @@ impl fmt::Debug for TurnUpdate {
 #[derive(Clone)]
 pub struct RequestContext {
     /// The whole transcript.
-    pub messages: Arc<[Arc<Message>]>,
+    pub messages: Transcript,
     /// The messages this run added so far.
-    pub new_messages: Arc<[Arc<Message>]>,
+    pub new_messages: Transcript,
     /// The model the request would go to.
     pub model: Arc<dyn Model>,
     /// Which request of the run this is (0 for the first).

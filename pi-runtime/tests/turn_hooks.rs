@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex};
 
 use common::{calls, new_messages, request_tool_names as names, text};
 use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use pi_runtime::providers::{
     AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
 };
 use pi_runtime::{
-    Agent, AgentContext, AgentLoopConfig, AssistantMessage, Context, CustomMessage, FinishTurn,
-    Message, ScriptedModel, StopReason, StreamOptions, TurnUpdate, agent_loop,
+    Agent, AgentContext, AgentLoopConfig, AssistantEvent, AssistantMessage, Context, CustomMessage,
+    FinishTurn, Message, Model, ScriptedModel, StopReason, StreamOptions, TurnUpdate, agent_loop,
 };
 use pi_tool::{AgentTool, CancellationToken, FnTool, ToolRegistry};
 use serde_json::{Value, json};
@@ -176,7 +177,7 @@ async fn prepare_request_runs_before_every_request_and_can_swap_the_model() {
         seen.lock()
             .unwrap()
             .push((request.request_index, request.messages.len()));
-        let swap: Arc<dyn pi_runtime::Model> = swap_to.clone();
+        let swap: Arc<dyn Model> = swap_to.clone();
         async move { (request.request_index == 1).then(|| TurnUpdate::new().model(swap)) }
     });
     let context = AgentContext::new("").with_tools([tool("alpha")]);
@@ -293,6 +294,98 @@ async fn should_stop_after_turn_still_ends_a_run_finish_turn_continues() {
         .should_stop_after_turn(|_turn| async { true });
     run(AgentContext::new(""), config, Arc::clone(&model)).await;
     assert_eq!(model.calls(), 1, "either hook ending the run ends it");
+}
+
+/// A scripted model that notes where each request's transcript lives.
+struct BufferWatcher {
+    inner: ScriptedModel,
+    seen: Mutex<Vec<usize>>,
+}
+
+impl Model for BufferWatcher {
+    fn api(&self) -> &str {
+        self.inner.api()
+    }
+
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> BoxStream<'a, AssistantEvent> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(context.messages.as_ptr() as usize);
+        self.inner.stream(context, options)
+    }
+}
+
+/// Issue 37: the turn hooks see the run's own transcript, not a copy of it (a copy per turn
+/// made every run with a turn hook, and so every `Agent` run, quadratic in turns). The
+/// snapshot `prepare_request` gets is the buffer its request reads, and the one a turn's
+/// `finish_turn`, `should_stop_after_turn` and `prepare_next_turn` get is the buffer the next
+/// request reads (nothing is appended in between).
+#[tokio::test]
+async fn turn_hooks_share_the_runs_transcript_instead_of_copying_it() {
+    let model = Arc::new(BufferWatcher {
+        inner: ScriptedModel::new([call("c1", "a"), call("c2", "a"), text("done")]),
+        seen: Mutex::new(Vec::new()),
+    });
+    type Seen = Arc<Mutex<Vec<usize>>>;
+    let (requests, finished, stopped, next): (Seen, Seen, Seen, Seen) = Default::default();
+    let note = |seen: &Seen, messages: &pi_runtime::Transcript| {
+        seen.lock().unwrap().push(messages.as_ptr() as usize);
+    };
+    let config = {
+        let (requests, finished, stopped, next) = (
+            Arc::clone(&requests),
+            Arc::clone(&finished),
+            Arc::clone(&stopped),
+            Arc::clone(&next),
+        );
+        AgentLoopConfig::new()
+            .prepare_request(move |ctx| {
+                note(&requests, &ctx.messages);
+                async { None }
+            })
+            .finish_turn(move |ctx| {
+                note(&finished, &ctx.messages);
+                async { None }
+            })
+            .should_stop_after_turn(move |ctx| {
+                note(&stopped, &ctx.messages);
+                async { false }
+            })
+            .prepare_next_turn(move |ctx| {
+                note(&next, &ctx.messages);
+                async { None }
+            })
+    };
+    let context = AgentContext::new("").with_tools([tool("a")]);
+    let events = agent_loop(
+        vec![Message::user("go")],
+        context,
+        config,
+        Arc::clone(&model) as Arc<dyn Model>,
+        CancellationToken::new(),
+    );
+    events.count().await;
+    let seen = model.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(*requests.lock().unwrap(), seen, "prepare_request");
+    let finished = finished.lock().unwrap().clone();
+    assert_eq!(finished.len(), 3);
+    assert_eq!(finished[..2], seen[1..], "finish_turn");
+    assert_eq!(*stopped.lock().unwrap(), finished, "should_stop_after_turn");
+    assert_eq!(*next.lock().unwrap(), finished[..2], "prepare_next_turn");
 }
 
 #[tokio::test]

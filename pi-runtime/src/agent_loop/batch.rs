@@ -25,6 +25,7 @@ use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, StopReason};
+use crate::transcript::Transcript;
 use crate::wait::WaitingCall;
 
 /// What a batch borrows from its run.
@@ -36,7 +37,7 @@ pub(crate) struct BatchEnv<'a> {
     pub(crate) signal: &'a CancellationToken,
     pub(crate) state: &'a StateMap,
     pub(crate) emitter: &'a Emitter,
-    pub(crate) transcript: &'a [Arc<Message>],
+    pub(crate) transcript: &'a Transcript,
     pub(crate) clock: &'a Clock,
     /// On resume: the decisions on the calls that waited (only those run).
     pub(crate) resumed: Option<&'a Resumed>,
@@ -72,9 +73,9 @@ pub(crate) async fn execute_tool_calls(
         .filter_map(|index| ToolCallRef::new(Arc::clone(assistant), index))
         .filter(move |call| runs(call.block()));
     let truncated = message.stop_reason == StopReason::Length;
-    let hook_messages: Option<Arc<[Arc<Message>]>> = (env.config.before_tool_call.is_some()
+    let hook_messages: Option<Transcript> = (env.config.before_tool_call.is_some()
         || env.config.after_tool_call.is_some())
-    .then(|| env.transcript.into());
+    .then(|| env.transcript.clone());
     let host = BatchHost::for_message(
         assistant,
         env.emitter.shared(),
@@ -143,7 +144,7 @@ impl BatchOutcome {
 pub(super) struct Batch<'a, 'b> {
     pub(super) env: &'a BatchEnv<'b>,
     pub(super) truncated: bool,
-    pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
+    pub(super) hook_messages: Option<Transcript>,
     /// What the calls share: their ids, where their updates go, the run's signal and state.
     pub(super) host: Arc<dyn CallHost>,
 }

@@ -33,7 +33,7 @@ pub(super) struct NestedParts {
     pub(super) limits: pi_tool::CallLimits,
     pub(super) before: Option<crate::config::BeforeToolCallHook>,
     pub(super) after: Option<crate::config::AfterToolCallHook>,
-    pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
+    pub(super) hook_messages: Option<crate::transcript::Transcript>,
 }
 
 impl BatchHost {

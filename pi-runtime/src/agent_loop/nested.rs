@@ -20,6 +20,7 @@ use crate::config::{
     AfterToolCallContext, AfterToolCallHook, BeforeToolCallContext, BeforeToolCallHook,
 };
 use crate::message::{AssistantContent, Message};
+use crate::transcript::Transcript;
 
 /// What nested calls of one batch's calls share: the run's tools, limits, hooks and signal, and
 /// the batch's message (whose calls are the top-level parents).
@@ -30,7 +31,7 @@ pub(super) struct LoopNested {
     pub(super) after: Option<AfterToolCallHook>,
     pub(super) message: Arc<Message>,
     /// The transcript the hooks see (set when there is a hook).
-    pub(super) hook_messages: Option<Arc<[Arc<Message>]>>,
+    pub(super) hook_messages: Option<Transcript>,
     pub(super) signal: CancellationToken,
 }
 
@@ -53,10 +54,8 @@ impl LoopNested {
             })
     }
 
-    fn hook_messages(&self) -> Arc<[Arc<Message>]> {
-        self.hook_messages
-            .clone()
-            .unwrap_or_else(|| Arc::from(Vec::new()))
+    fn hook_messages(&self) -> Transcript {
+        self.hook_messages.clone().unwrap_or_default()
     }
 }
 

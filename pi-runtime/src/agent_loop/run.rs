@@ -22,6 +22,7 @@ use crate::message::{AssistantMessage, CustomMessage, Message, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
 use crate::run_state::{RUN_STATE_FORMAT, RunState};
 use crate::store::RunClaim;
+use crate::transcript::Transcript;
 use crate::turn_hooks::{FinishTurn, RequestContext, TurnUpdate};
 use crate::wait::WaitingCall;
 
@@ -31,8 +32,8 @@ pub(crate) const ABORTED: &str = "Operation aborted";
 /// Everything one run owns.
 pub(crate) struct Run {
     pub(crate) system_prompt: String,
-    pub(crate) transcript: Vec<Arc<Message>>,
-    pub(crate) new_messages: Vec<Arc<Message>>,
+    pub(crate) transcript: Transcript,
+    pub(crate) new_messages: Transcript,
     pub(crate) tools: Arc<ToolSet>,
     /// Which schemas requests carry when some tools are deferred (`None`: all of them).
     pub(crate) deferral: Option<Deferral>,
@@ -94,7 +95,7 @@ impl Run {
             tracing::error!("recording the end of the run in its store failed: {err}");
         }
         spans::record_run(&self.span, &self.new_messages);
-        let messages = std::mem::take(&mut self.new_messages);
+        let messages = self.new_messages.take();
         self.emitter.emit(AgentEvent::AgentEnd { messages }).await;
     }
 
@@ -191,8 +192,8 @@ impl Run {
                 .then(|| TurnEndContext {
                     message: Arc::clone(&assistant),
                     tool_results: tool_results.clone(),
-                    messages: self.transcript.as_slice().into(),
-                    new_messages: self.new_messages.as_slice().into(),
+                    messages: self.transcript.clone(),
+                    new_messages: self.new_messages.clone(),
                 });
                 let mut end = false;
                 if let (Some(hook), Some(turn)) = (&self.config.finish_turn, &turn) {
@@ -267,7 +268,6 @@ impl Run {
         for result in &outcome.results {
             self.observe(result);
         }
-        self.transcript.reserve(outcome.results.len() + 1);
         self.transcript.extend(outcome.results.iter().cloned());
         self.new_messages.extend(outcome.results.iter().cloned());
         (outcome.results, !outcome.terminate, outcome.waiting)
@@ -291,7 +291,7 @@ impl Run {
             format: RUN_STATE_FORMAT,
             // The run ends here: the state takes the transcript (no copy).
             system_prompt: std::mem::take(&mut self.system_prompt),
-            messages: std::mem::take(&mut self.transcript),
+            messages: self.transcript.take(),
             waiting: waiting.clone(),
             activated_tools: self.activated.clone(),
             requests: self.requests as u64,
@@ -394,7 +394,7 @@ impl Run {
         if transform.is_none() && convert.is_none() {
             return Ok(None);
         }
-        let mut messages = self.transcript.clone();
+        let mut messages = self.transcript.to_vec();
         if let Some(transform) = transform {
             let signal = self.signal.clone();
             messages = guarded(|| transform(messages, signal))
@@ -428,8 +428,8 @@ impl Run {
             return Ok(());
         };
         let ctx = RequestContext {
-            messages: self.transcript.as_slice().into(),
-            new_messages: self.new_messages.as_slice().into(),
+            messages: self.transcript.clone(),
+            new_messages: self.new_messages.clone(),
             model: Arc::clone(&self.model),
             request_index: self.requests,
         };

@@ -517,6 +517,34 @@ impl Agent {
         Ok(())
     }
 
+    /// [`prompt`](Self::prompt), with the run's context and configuration adjusted before it
+    /// starts (a typed run adds its answer's format or tool and its hooks, see
+    /// [`prompt_output`](Self::prompt_output)); an adjustment that fails starts nothing.
+    pub(crate) async fn prompt_adjusted<E>(
+        &self,
+        prompt: Prompt,
+        adjust: impl FnOnce(&mut AgentContext, &mut AgentLoopConfig, &dyn Model) -> Result<(), E>,
+    ) -> Result<Result<(), E>, AgentError> {
+        let Prompt(messages) = prompt;
+        let mut start = {
+            let mut state = self.state();
+            if state.is_running {
+                return Err(AgentError::AlreadyProcessingPrompt);
+            }
+            self.begin(&mut state, Some(messages))
+        };
+        if let Err(error) = adjust(&mut start.context, &mut start.config, start.model.as_ref()) {
+            // Marks the agent idle again.
+            drop(RunGuard {
+                inner: Arc::clone(&self.inner),
+                signal: start.signal,
+            });
+            return Ok(Err(error));
+        }
+        self.drive(start).await;
+        Ok(Ok(()))
+    }
+
     /// Continues from the transcript as it is (pi's `continue()`): after a tool result or a
     /// user message, asks the model again; after an assistant message, sends the queued
     /// steering message(s), else the queued follow-up(s).

@@ -3,6 +3,8 @@
 mod event;
 mod message;
 mod model;
+mod output;
+mod output_format;
 pub mod providers;
 mod request_tools;
 mod run_state;
@@ -16,6 +18,11 @@ pub use message::{
     ToolCallBlock, ToolResultMessage, UserMessage, now_ms,
 };
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
+pub use output::{
+    DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputError, OutputMode, OutputOptions,
+    OutputStream, agent_loop_output,
+};
+pub use output_format::OutputFormat;
 pub use pi_tool::WaitKind;
 pub use request_tools::{RequestTools, ToolSearchMode};
 pub use run_state::{RUN_STATE_FORMAT, ResumeError, RunState, RunStateReadError};

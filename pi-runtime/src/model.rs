@@ -10,6 +10,7 @@ use futures_util::stream::BoxStream;
 use pi_tool::{CancellationToken, ToolSpec};
 
 use crate::message::{AssistantMessage, Message, StopReason, ToolCallBlock};
+use crate::output_format::OutputFormat;
 use crate::request_tools::{RequestTools, ToolSearchMode};
 
 /// What one model request sees: the system prompt, the transcript and the tools.
@@ -146,6 +147,11 @@ pub struct StreamOptions {
     /// Which tools are deferred, and their lowered schemas cached per tool. The agent loop sets
     /// it for each run from the run's tools; set it yourself when calling a provider directly.
     pub tools: RequestTools,
+    /// The schema the final answer must match, sent as the API's own structured output (see
+    /// [`OutputFormat`]); the model may still call tools before it answers. Set by the typed
+    /// runs ([`Agent::prompt_output`](crate::Agent::prompt_output)) when the model has a
+    /// [`structured_output`](Model::structured_output); ignored by APIs without one.
+    pub output: Option<Arc<OutputFormat>>,
 }
 
 impl StreamOptions {
@@ -280,6 +286,14 @@ pub trait Model: Send + Sync {
     /// [`StreamOptions::native_code_calls`] asks for it (Anthropic Messages and OpenAI
     /// Responses).
     fn native_code_calls(&self) -> bool {
+        false
+    }
+
+    /// Whether the API takes a schema for the final answer in the same request as tools (its
+    /// structured output, sent from [`StreamOptions::output`]): OpenAI Responses and Chat
+    /// Completions, Azure OpenAI, Anthropic Messages (Claude 4.1 and later) and Gemini 3. Where
+    /// not, a typed run asks for its answer through an output tool.
+    fn structured_output(&self) -> bool {
         false
     }
 

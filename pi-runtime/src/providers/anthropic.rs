@@ -203,6 +203,9 @@ impl AnthropicMessages {
         {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
+        if let Some(output) = &options.output {
+            body.insert("output_config".into(), output.anthropic_output_config());
+        }
         if let Some(container) = container_of(&transcript) {
             body.insert("container".into(), json!(container));
         }
@@ -692,6 +695,19 @@ fn update_usage(usage: &mut Usage, reported: &Value) {
 #[cfg(feature = "http")]
 impl crate::model::Model for AnthropicMessages {
     model_identity!();
+
+    /// Claude Opus 4.1, Sonnet 4.5, Haiku 4.5 and later take `output_config.format`; the
+    /// Claude 3 models and Sonnet and Opus 4.0 do not.
+    fn structured_output(&self) -> bool {
+        const OLDER: [&str; 5] = [
+            "claude-3",
+            "claude-sonnet-4-0",
+            "claude-opus-4-0",
+            "claude-sonnet-4-2025",
+            "claude-opus-4-2025",
+        ];
+        !OLDER.iter().any(|old| self.settings.model.contains(old))
+    }
 
     fn native_tool_search(&self) -> bool {
         true

@@ -514,6 +514,10 @@ fn azure_stream<'a>(
 impl crate::model::Model for AzureOpenAiResponses {
     model_identity!();
 
+    fn structured_output(&self) -> bool {
+        true
+    }
+
     fn stream<'a>(
         &'a self,
         context: Context<'a>,
@@ -534,6 +538,10 @@ impl crate::model::Model for AzureOpenAiResponses {
 #[cfg(feature = "http")]
 impl crate::model::Model for AzureOpenAiCompletions {
     model_identity!();
+
+    fn structured_output(&self) -> bool {
+        true
+    }
 
     fn stream<'a>(
         &'a self,

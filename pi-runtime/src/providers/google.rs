@@ -139,6 +139,9 @@ impl GoogleGenerativeAi {
         if let Some(level) = options.thinking {
             generation.insert("thinkingConfig".into(), thinking_config(level));
         }
+        if let Some(output) = &options.output {
+            output.add_to_gemini_generation(&mut generation);
+        }
         if !generation.is_empty() {
             body.insert("generationConfig".into(), Value::Object(generation));
         }
@@ -394,6 +397,12 @@ fn google_usage(usage: &Value) -> Usage {
 #[cfg(feature = "http")]
 impl crate::model::Model for GoogleGenerativeAi {
     model_identity!();
+
+    /// Gemini 3 takes a response schema together with function calling; older models refuse
+    /// the two in one request.
+    fn structured_output(&self) -> bool {
+        self.settings.model.contains("gemini-3")
+    }
 
     fn stream<'a>(
         &'a self,

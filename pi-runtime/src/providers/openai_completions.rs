@@ -277,6 +277,10 @@ impl OpenAiCompletions {
                 body.insert("tool_choice".into(), tool_choice(choice));
             }
         }
+        if let Some(output) = &options.output {
+            let format = output.completions_response_format(compat.strict);
+            body.insert("response_format".into(), format);
+        }
         Value::Object(body)
     }
 
@@ -659,6 +663,10 @@ fn completions_usage(usage: &Value) -> Usage {
 #[cfg(feature = "http")]
 impl crate::model::Model for OpenAiCompletions {
     model_identity!();
+
+    fn structured_output(&self) -> bool {
+        true
+    }
 
     fn stream<'a>(
         &'a self,

@@ -142,6 +142,9 @@ impl OpenAiResponses {
         {
             body.insert("tool_choice".into(), tool_choice(choice));
         }
+        if let Some(output) = &options.output {
+            body.insert("text".into(), output.responses_text(self.strict));
+        }
         if let Some(session) = &options.session_id {
             body.insert("prompt_cache_key".into(), json!(session));
         }
@@ -661,6 +664,10 @@ fn responses_usage(usage: &Value) -> Usage {
 #[cfg(feature = "http")]
 impl crate::model::Model for OpenAiResponses {
     model_identity!();
+
+    fn structured_output(&self) -> bool {
+        true
+    }
 
     fn native_tool_search(&self) -> bool {
         true

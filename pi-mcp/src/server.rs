@@ -1,5 +1,6 @@
 //! The MCP server: a `ToolRegistry` served over stdio and streamable HTTP.
 
+mod approval;
 mod auth;
 mod call;
 mod catalog;

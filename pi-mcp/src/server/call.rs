@@ -1,37 +1,45 @@
 //! One `tools/call`: `pi-tool`'s pipeline, as every host runs it (limits, prepare, normalize,
 //! validate, the gate of sequential tools, execution within the call's timeout, the blocking
 //! pool, the result-size limit), plus what MCP adds: progress notifications from
-//! `ctx.update()`, the request's cancellation, and the MCP result.
+//! `ctx.update()`, the request's cancellation, approval asked of the client
+//! ([`approval`](super::approval)), and the MCP result.
 
 use std::sync::Arc;
 
-use pi_tool::{Content, NestedHost, ToolCall, ToolResult, run_tool_call};
+use pi_tool::{
+    CallOutcome, Content, NestedHost, ToolCall, ToolContext, ToolResult, run_decided_call,
+    run_tool_call_or_wait,
+};
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{Peer, RequestContext};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::approval::{Asked, ask_client};
 use super::catalog::{Catalog, OutputShape, ServedTool, WRAPPED_OUTPUT_KEY};
 
 /// Runs `served` with the client's arguments; every outcome is a result (invalid arguments,
-/// timeouts, `Err` and panics are `isError: true` with the loop's texts).
+/// timeouts, `Err` and panics are `isError: true` with the loop's texts). A call that needs
+/// approval is put to the client first; on a 2026-07-28 session the response may be
+/// `input_required`, the approval form the client answers in its retry.
 pub(crate) async fn run(
     catalog: &Arc<Catalog>,
     served: &ServedTool,
-    arguments: Option<JsonObject>,
+    params: CallToolRequestParams,
     request: RequestContext<RoleServer>,
-) -> CallToolResult {
+) -> CallToolResponse {
     let call = ToolCall::new(
         request.id.to_string(),
         served.tool.spec().name.clone(),
-        Value::Object(arguments.unwrap_or_default()),
+        Value::Object(params.arguments.clone().unwrap_or_default()),
     );
     // The call's own token: cancelling it (a client's cancel, an HTTP disconnect) stops this
     // call and nothing else.
-    let mut ctx = pi_tool::ToolContext::new(call.id.clone())
+    let mut ctx = ToolContext::new(call.id.clone())
         .with_state(catalog.state.clone())
         .with_signal(request.ct.child_token())
         .with_nested_host(Arc::clone(catalog) as Arc<dyn NestedHost>);
@@ -50,19 +58,42 @@ pub(crate) async fn run(
     });
     // A sequential call waits for its turn in the pipeline; a cancel while it waits means it
     // never runs.
-    let result = match progress {
-        None => run_tool_call(&**catalog, &call, ctx).await,
+    let answered = answer(catalog, served, &call, ctx, &params, &request);
+    match progress {
+        None => answered.await,
         Some((sender, forwarder)) => {
             // Updates are forwarded while the tool runs; the last one is sent before the result.
             let execution = async {
-                let result = run_tool_call(&**catalog, &call, ctx).await;
+                let response = answered.await;
                 let _ = sender.send(Progress::Done);
-                result
+                response
             };
             tokio::join!(execution, forwarder).0
         }
+    }
+}
+
+/// The call through the pipeline; if it waits, the client's decision, then the call as decided.
+async fn answer(
+    catalog: &Arc<Catalog>,
+    served: &ServedTool,
+    call: &ToolCall,
+    ctx: ToolContext,
+    params: &CallToolRequestParams,
+    request: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let waiting = match run_tool_call_or_wait(&**catalog, call, ctx.clone(), None).await {
+        CallOutcome::Done(result) => return to_mcp(result, served.output).into(),
+        CallOutcome::Waiting(waiting) => waiting,
     };
-    to_mcp(result, served.output)
+    match ask_client(&waiting, params, request).await {
+        Asked::Decided(decision) => {
+            let result = run_decided_call(&**catalog, &waiting, decision, ctx).await;
+            to_mcp(result, served.output).into()
+        }
+        Asked::Refused(result) => to_mcp(result, served.output).into(),
+        Asked::InputRequired(form) => form.into(),
+    }
 }
 
 enum Progress {

@@ -60,8 +60,6 @@ impl ServerHandler for RegistryHandler {
                 None,
             ));
         };
-        Ok(call::run(&self.catalog, served, request.arguments, context)
-            .await
-            .into())
+        Ok(call::run(&self.catalog, served, request, context).await)
     }
 }

@@ -9,7 +9,9 @@ mod list_models;
 mod model_choice;
 mod print;
 mod rpc;
+mod saved_settings;
 mod session_choice;
+mod tui;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -487,8 +489,14 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     };
     // A confined command needs no approval: the sandbox is what keeps it in bounds (and where
     // it cannot be confined, `bash` refuses it instead of running it unconfined).
+    // The terminal interface (both ends a terminal, interactive text mode) asks in its own
+    // screen; a plain terminal (TERM unset or dumb) keeps the line prompt.
+    let use_tui = mode == Mode::Text && !args.print && tui::wanted();
+    let (asker, questions) = tui::approval::channel();
     let approval = if args.yes || sandboxed {
         Approval::Always
+    } else if use_tui {
+        Approval::Ask(asker.approver())
     } else if interactive_terminal && mode == Mode::Text && !args.print {
         Approval::Ask(terminal_approver(Arc::clone(&input)))
     } else {
@@ -574,6 +582,9 @@ async fn start(args: Args) -> Result<ExitCode, String> {
             );
         }
         return Ok(print::run(&mut setup, prompts, mode == Mode::Json).await);
+    }
+    if use_tui {
+        return tui::run(&mut setup, first, messages, questions).await;
     }
     interactive::run(&mut setup, first, messages).await
 }

@@ -106,11 +106,24 @@ async fn run_turn(setup: &mut Setup, prompt: Vec<Content>) -> PromptOutcome {
     outcome
 }
 
-/// pi's footer (`components/footer.ts`) on one line: the working directory (and the session's
-/// name), the session's tokens (`↑` input, `↓` output, `R`/`W` cache) and cost, the context
-/// used of the model's window (`(auto)`: compaction is on), then the model and its thinking
-/// level.
+/// pi's footer (`components/footer.ts`) on two lines: the working directory (and the
+/// session's name), then the session's tokens (`↑` input, `↓` output, `R`/`W` cache) and cost,
+/// the context used of the model's window (`(auto)`: compaction is on), then the model and its
+/// thinking level.
 pub(crate) fn footer(agent: &CodingAgent, name_provider: bool) -> String {
+    let parts = footer_parts(agent, name_provider);
+    format!("{}\n{}  {}", parts.cwd, parts.stats, parts.model)
+}
+
+/// The footer's three parts: where, how much, which model.
+pub(crate) struct FooterParts {
+    pub(crate) cwd: String,
+    pub(crate) stats: String,
+    pub(crate) model: String,
+}
+
+/// The footer's parts (see [`footer`]).
+pub(crate) fn footer_parts(agent: &CodingAgent, name_provider: bool) -> FooterParts {
     let usage = agent.session_usage();
     let mut stats = Vec::new();
     for (mark, count) in [
@@ -162,7 +175,11 @@ pub(crate) fn footer(agent: &CodingAgent, name_provider: bool) -> String {
     if name_provider {
         model = format!("({}) {model}", info.provider);
     }
-    format!("{cwd}\n{}  {model}", stats.join(" "))
+    FooterParts {
+        cwd,
+        stats: stats.join(" "),
+        model,
+    }
 }
 
 /// pi's `formatTokens` for the footer: `999`, `1.2k`, `45k`, `1.5M`.
@@ -256,7 +273,7 @@ async fn command(setup: &mut Setup, text: &str) -> bool {
 }
 
 /// pi's `/session`.
-fn session_info(agent: &CodingAgent) -> String {
+pub(crate) fn session_info(agent: &CodingAgent) -> String {
     let stats = agent.stats();
     let mut info = String::from("Session Info\n\n");
     if let Some(name) = agent.session_state().name() {

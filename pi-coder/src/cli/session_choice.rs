@@ -174,6 +174,12 @@ pub(super) async fn pick(
     sessions: &[SessionSummary],
     input: &Input,
 ) -> Result<Option<PathBuf>, String> {
+    if super::tui::wanted() {
+        // pi's searchable selector, in the terminal interface.
+        let choices = sessions.iter().map(super::tui::session_choice).collect();
+        let picked = super::tui::selector::pick("Resume a session", choices, None).await;
+        return Ok(picked.map(|i| sessions[i].path.clone()));
+    }
     let shown = &sessions[..sessions.len().min(PICKER_ROWS)];
     eprintln!("Recent sessions (newest first):");
     for (number, session) in shown.iter().enumerate() {

@@ -9,7 +9,7 @@ mod ranker;
 mod synonyms;
 mod terms;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -81,7 +81,7 @@ struct Index {
     bm25: Bm25,
     /// A name's terms joined by spaces -> the tools of that name (`delet draft` ->
     /// `delete_draft`, `deleteDraft`).
-    whole_names: HashMap<String, Vec<u32>>,
+    whole_names: FxHashMap<String, Vec<u32>>,
 }
 
 /// One search result.
@@ -118,7 +118,7 @@ impl ToolSearch {
         tools.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
         tools.dedup_by(|a, b| a.spec().name == b.spec().name);
         let mut analyzer = Analyzer::new();
-        let mut whole_names: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut whole_names: FxHashMap<String, Vec<u32>> = FxHashMap::default();
         let mut documents = Vec::with_capacity(tools.len());
         for (doc, tool) in tools.iter().enumerate() {
             let (terms, name) = document::document(tool.spec(), tool.keywords(), &mut analyzer);
@@ -305,11 +305,19 @@ impl ToolSearch {
 impl Index {
     /// The built-in ranking: BM25 over the query's terms, a tool whose whole name is in the
     /// query first (by the length of that name, so `search_hotels` before `search`).
+    ///
+    /// A name of one word counts whole only when no other tool has that word: a tool named
+    /// `search` or `local` is not pulled above the others by every question that says "search"
+    /// or "local" (MetaTool's questions: top 1 from 37.5% to 40.8% of 21,111 with the stop
+    /// words of that change), while `calculator`, when only that tool says it, still is.
     fn lexical(&self, query: &str, limit: usize) -> Vec<Ranked> {
         let terms = terms::terms(query);
         let mut tiers: Vec<(u32, u32)> = Vec::new();
         for size in 1..=MAX_NAME_TERMS.min(terms.len()) {
             for window in terms.windows(size) {
+                if size == 1 && self.bm25.document_frequency(&window[0]) > 1 {
+                    continue;
+                }
                 if let Some(docs) = self.whole_names.get(&window.join(" ")) {
                     tiers.extend(docs.iter().map(|&doc| (doc, size as u32)));
                 }
@@ -411,5 +419,52 @@ impl fmt::Debug for ToolSearch {
             .field("tools", &self.inner.tools.len())
             .field("own_ranker", &self.ranker.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool_fn;
+
+    fn tools(specs: &[(&str, &str)]) -> Vec<Arc<dyn AgentTool>> {
+        specs
+            .iter()
+            .map(|(name, description)| {
+                Arc::new(
+                    tool_fn(
+                        *name,
+                        *description,
+                        json!({"type": "object"}),
+                        |_, _| async { "" },
+                    )
+                    .unwrap(),
+                ) as Arc<dyn AgentTool>
+            })
+            .collect()
+    }
+
+    fn first(search: &ToolSearch, query: &str) -> String {
+        search.search(query, 3)[0].name.clone()
+    }
+
+    #[test]
+    fn a_one_word_name_counts_whole_only_when_no_other_tool_has_the_word() {
+        let search = ToolSearch::new(&tools(&[
+            ("search", "Design courses and workshops with mentors."),
+            ("find_papers", "Search academic papers by topic."),
+            ("calculator", "Evaluate a formula."),
+            (
+                "loan_schedule",
+                "Monthly payments of a loan, by rate and term.",
+            ),
+        ]));
+        // "search" is a word of find_papers too: the tool named so is not pulled first.
+        assert_eq!(first(&search, "search academic papers"), "find_papers");
+        // Only `calculator` says "calculator": naming it still puts it first.
+        assert_eq!(
+            first(&search, "a calculator for my loan payments"),
+            "calculator"
+        );
     }
 }

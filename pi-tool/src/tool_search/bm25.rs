@@ -9,7 +9,7 @@
 //! build time, and ties broken by document order (the tools' names), so a search is
 //! deterministic.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Term-frequency saturation.
 const K1: f32 = 1.2;
@@ -20,7 +20,7 @@ const B: f32 = 0.75;
 #[derive(Debug, Default)]
 pub(crate) struct Bm25 {
     /// Term -> its id (its position in `postings`).
-    vocabulary: HashMap<String, u32>,
+    vocabulary: FxHashMap<String, u32>,
     /// Per term id: (document, weight), in document order.
     postings: Vec<Vec<(u32, f32)>>,
     documents: usize,
@@ -126,7 +126,7 @@ impl Bm25 {
         D: IntoIterator<Item = T>,
         T: IntoIterator<Item = (String, u8)>,
     {
-        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut ids: FxHashMap<String, u32> = FxHashMap::default();
         let mut terms: Vec<String> = Vec::new();
         let documents: Vec<Vec<(u32, u8)>> = documents
             .into_iter()
@@ -149,6 +149,13 @@ impl Bm25 {
     /// Whether `term` is in some document.
     pub(crate) fn contains(&self, term: &str) -> bool {
         self.vocabulary.contains_key(term)
+    }
+
+    /// How many documents have `term` (in any field).
+    pub(crate) fn document_frequency(&self, term: &str) -> usize {
+        self.vocabulary
+            .get(term)
+            .map_or(0, |&id| self.postings[id as usize].len())
     }
 
     /// The `limit` best documents for these query terms, each with how much it counts (a

@@ -6,7 +6,7 @@
 //! `delete_draft` above the other draft tools, never enough to outrank a tool that has the
 //! query's own words.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 use super::bm25::Bm25;
@@ -17,12 +17,12 @@ const TABLE: &str = include_str!("synonyms.txt");
 
 /// Term -> its synonyms' terms with their weights (0-1), read from [`TABLE`] on first use and
 /// stemmed like every other term.
-fn table() -> &'static HashMap<String, Vec<(String, f32)>> {
-    static TABLE_BY_TERM: OnceLock<HashMap<String, Vec<(String, f32)>>> = OnceLock::new();
+fn table() -> &'static FxHashMap<String, Vec<(String, f32)>> {
+    static TABLE_BY_TERM: OnceLock<FxHashMap<String, Vec<(String, f32)>>> = OnceLock::new();
     TABLE_BY_TERM.get_or_init(|| {
         let mut analyzer = Analyzer::new();
         let mut term = |word: &str| analyzer.terms(word).into_iter().next();
-        let mut by_term: HashMap<String, Vec<(String, f32)>> = HashMap::new();
+        let mut by_term: FxHashMap<String, Vec<(String, f32)>> = FxHashMap::default();
         for line in TABLE.lines() {
             let mut words = line.split(' ');
             let Some(head) = words.next().and_then(&mut term) else {
@@ -53,15 +53,28 @@ fn table() -> &'static HashMap<String, Vec<(String, f32)>> {
     })
 }
 
+/// How much the synonyms of a word some tool has count, against those of a word no tool has:
+/// a word the catalog uses is mostly meant as itself ("show" a tool that shows, not one that
+/// "displays"), a word it does not use can only be found through its synonyms. Half: over
+/// MetaTool's 21,111 questions top 5 from 62.5% to 63.0%, over ToolLens's 1,877 from 8.9% to
+/// 9.2% (top 10 13.4% to 14.7%).
+const KNOWN_WORD_SYNONYMS: f32 = 0.5;
+
 /// The query's terms at weight 1, then the synonyms of each that some tool has (and the query
-/// does not), at their weight.
+/// does not), at their weight, halved for a query word some tool has
+/// ([`KNOWN_WORD_SYNONYMS`]).
 pub(crate) fn expand(terms: Vec<String>, index: &Bm25) -> Vec<(String, f32)> {
     let table = table();
     let mut out: Vec<(String, f32)> = Vec::with_capacity(terms.len() * 4);
     for term in &terms {
+        let scale = if index.contains(term) {
+            KNOWN_WORD_SYNONYMS
+        } else {
+            1.0
+        };
         for (other, weight) in table.get(term).into_iter().flatten() {
             if index.contains(other) && !terms.contains(other) {
-                out.push((other.clone(), *weight));
+                out.push((other.clone(), weight * scale));
             }
         }
     }
@@ -103,5 +116,29 @@ mod tests {
         assert!(delete.1 > 0.0 && delete.1 < 0.5, "{delete:?}");
         // Nothing the index does not have.
         assert_eq!(expanded.len(), 3, "{expanded:?}");
+    }
+
+    #[test]
+    fn a_word_some_tool_has_brings_its_synonyms_at_half_weight() {
+        let draft = |words: &[&str]| -> Vec<(String, u8)> {
+            words.iter().map(|w| ((*w).to_owned(), 0)).collect()
+        };
+        let unknown = Bm25::build([draft(&["delet", "draft"])], &[1.0]);
+        let known = Bm25::build(
+            [draft(&["delet", "draft"]), draft(&["remov", "label"])],
+            &[1.0],
+        );
+        let weight_of_delete = |index: &Bm25| {
+            expand(vec!["remov".into(), "draft".into()], index)
+                .into_iter()
+                .find(|(t, _)| t == "delet")
+                .map(|(_, w)| w)
+                .unwrap()
+        };
+        let (alone, beside) = (weight_of_delete(&unknown), weight_of_delete(&known));
+        assert!(
+            (beside - alone * KNOWN_WORD_SYNONYMS).abs() < 1e-6,
+            "{alone} {beside}"
+        );
     }
 }

@@ -4,45 +4,63 @@
 //! and English words reduced to their stem by the Snowball (Porter 2) stemmer, so that `files`
 //! finds `file` and `created` finds `create`.
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::UnicodeNormalization;
 
 /// English function words, dropped from tools and queries: NLTK's English stop-word list
-/// (`nltk_data/corpora/stopwords/english`, single words) less the words that tell actions apart
-/// in tool names (`up`/`down`, `in`/`out`, `on`/`off`, `before`/`after`, `all`, `no`, `not`,
-/// ...). Questions are sentences ("can you show me my ..."): without this, their function
-/// words match descriptions written in sentences too.
+/// (`nltk_data/corpora/stopwords/english`, single words and the stems of its contractions)
+/// less the words that tell actions or ranges apart in tool names: `up`/`down`, `in`/`out`,
+/// `on`/`off`, `over`/`under`, `above`/`below`, `before`/`after`, `between`, `through`, `all`,
+/// `no`, `not`, and `won` (a word of its own). Questions are sentences ("can you show me some
+/// other ..."): without this, their function words match descriptions written in sentences
+/// too.
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
+    "again",
+    "against",
+    "ain",
     "am",
     "an",
     "and",
+    "any",
     "are",
+    "aren",
     "as",
     "at",
     "be",
     "because",
     "been",
     "being",
+    "both",
     "but",
     "by",
     "can",
     "could",
+    "couldn",
     "d",
     "did",
+    "didn",
     "do",
     "does",
+    "doesn",
     "doing",
     "don",
+    "during",
+    "each",
+    "few",
     "for",
     "from",
+    "further",
     "had",
+    "hadn",
     "has",
+    "hasn",
     "have",
+    "haven",
     "having",
     "he",
     "her",
@@ -57,6 +75,7 @@ const STOP_WORDS: &[&str] = &[
     "if",
     "into",
     "is",
+    "isn",
     "it",
     "its",
     "itself",
@@ -65,20 +84,34 @@ const STOP_WORDS: &[&str] = &[
     "m",
     "ma",
     "me",
+    "mightn",
+    "more",
+    "most",
+    "mustn",
     "my",
     "myself",
+    "needn",
+    "nor",
     "now",
     "o",
     "of",
+    "once",
+    "only",
     "or",
+    "other",
     "our",
     "ours",
     "ourselves",
+    "own",
     "re",
     "s",
+    "same",
+    "shan",
     "she",
     "should",
+    "shouldn",
     "so",
+    "some",
     "such",
     "t",
     "than",
@@ -96,11 +129,14 @@ const STOP_WORDS: &[&str] = &[
     "those",
     "to",
     "too",
+    "until",
     "ve",
     "very",
     "was",
+    "wasn",
     "we",
     "were",
+    "weren",
     "what",
     "when",
     "where",
@@ -112,6 +148,7 @@ const STOP_WORDS: &[&str] = &[
     "will",
     "with",
     "would",
+    "wouldn",
     "y",
     "you",
     "your",
@@ -126,20 +163,20 @@ const STOP_WORDS: &[&str] = &[
 pub(crate) struct Analyzer {
     stemmer: Stemmer,
     /// Lowercased word -> its term's id (`None`: a stop word).
-    seen: HashMap<String, Option<u32>>,
+    seen: FxHashMap<String, Option<u32>>,
     /// Id -> term.
     vocabulary: Vec<String>,
     /// Term -> id (two words may have one stem).
-    ids: HashMap<String, u32>,
+    ids: FxHashMap<String, u32>,
 }
 
 impl Analyzer {
     pub(crate) fn new() -> Self {
         Analyzer {
             stemmer: Stemmer::create(Algorithm::English),
-            seen: HashMap::new(),
+            seen: FxHashMap::default(),
             vocabulary: Vec::new(),
-            ids: HashMap::new(),
+            ids: FxHashMap::default(),
         }
     }
 
@@ -311,6 +348,18 @@ mod tests {
         assert_eq!(terms("The name of the file."), ["name", "file"]);
         // Direction words stay: they tell `log_in` from `log_out`.
         assert_eq!(terms("log out"), ["log", "out"]);
+        assert_eq!(terms("commits between tags"), ["commit", "between", "tag"]);
+    }
+
+    #[test]
+    fn function_words_of_questions_are_dropped() {
+        // None of these says what a tool does; each matched descriptions written in sentences
+        // ("for any state", "some other tools") before.
+        assert_eq!(
+            terms("Could you find any other files, or some more of the same ones only once?"),
+            ["find", "file", "one"]
+        );
+        assert_eq!(terms("I haven't and couldn't"), Vec::<String>::new());
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod guard;
 mod hooks;
 mod host;
 mod nested;
+mod nested_wait;
 mod resume;
 mod resume_start;
 mod run;
@@ -284,6 +285,7 @@ fn start_with(
         claim,
         paused: false,
         state_checked: Default::default(),
+        nested_waits: Default::default(),
     };
     AgentStream::new(Box::pin(run.run(prompts).instrument(span)), shared)
 }

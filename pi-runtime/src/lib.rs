@@ -30,7 +30,7 @@ pub use run_state::{RUN_STATE_FORMAT, ResumeError, RunState, RunStateReadError};
 pub use store::SqliteRunStore;
 pub use store::{JsonFileStore, RunClaim, RunStore, StoreError};
 pub use transcript::Transcript;
-pub use wait::{Decision, WaitingCall};
+pub use wait::{Decision, NestedCallRecord, NestedWait, WaitingCall};
 
 mod agent;
 mod agent_loop;

@@ -9,10 +9,34 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::wait::NestedWait;
 use crate::wait::{Decision, WaitingCall};
 
-/// The format version this build writes and reads. A state of a newer format is refused.
-pub const RUN_STATE_FORMAT: u32 = 1;
+/// The newest format version this build writes and reads. A state of a newer format is
+/// refused.
+///
+/// Format 2 added [`RunState::nested`] (calls that wait because a call they made from code
+/// waits). A state without such calls is still written as format 1, which earlier builds read;
+/// this build reads both.
+pub const RUN_STATE_FORMAT: u32 = 2;
+
+/// The oldest format this build reads (and the one it writes for a state without nested waits).
+pub(crate) const FIRST_RUN_STATE_FORMAT: u32 = 1;
+
+/// Whether this build reads a state of `format`.
+pub(crate) fn reads_format(format: u32) -> bool {
+    (FIRST_RUN_STATE_FORMAT..=RUN_STATE_FORMAT).contains(&format)
+}
+
+/// The format a state with these nested waits is written in: the first one when it has none
+/// (so that earlier builds still read it), else the one that added them.
+pub(crate) fn format_for(nested: &BTreeMap<String, NestedWait>) -> u32 {
+    if nested.is_empty() {
+        FIRST_RUN_STATE_FORMAT
+    } else {
+        RUN_STATE_FORMAT
+    }
+}
 
 /// A paused run: the transcript, the calls that wait, the tools the run loaded, its counters,
 /// and the decisions taken so far. Plain data (serde): no closures; on resume the tools are
@@ -25,7 +49,7 @@ pub const RUN_STATE_FORMAT: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunState {
-    /// [`RUN_STATE_FORMAT`] when written.
+    /// The format it was written in: 1, or [`RUN_STATE_FORMAT`] when it has nested waits.
     pub format: u32,
     /// The system prompt.
     pub system_prompt: String,
@@ -34,6 +58,11 @@ pub struct RunState {
     pub messages: Vec<Arc<Message>>,
     /// The calls that wait, in call order.
     pub waiting: Vec<WaitingCall>,
+    /// The waiting calls that wait because a call they made from code waits, by the outer
+    /// call's id: the nested call, and the journal of the nested calls that completed before
+    /// it (format 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nested: BTreeMap<String, NestedWait>,
     /// Tools the run activated from its registry (`added_tool_names`), activated again on
     /// resume. Deferred tools a search loaded are found again from the transcript.
     #[serde(default)]
@@ -98,7 +127,7 @@ pub enum ResumeError {
         message: String,
     },
     /// The state was written by a newer (or unknown) format.
-    #[error("the run state has format {found}; this build reads format {RUN_STATE_FORMAT}")]
+    #[error("the run state has format {found}; this build reads formats 1 to {RUN_STATE_FORMAT}")]
     UnsupportedFormat {
         /// The format found.
         found: u32,
@@ -207,7 +236,7 @@ impl RunState {
             format: u32,
         }
         let header: Header = serde_json::from_str(text).map_err(RunStateReadError::Json)?;
-        if header.format != RUN_STATE_FORMAT {
+        if !reads_format(header.format) {
             return Err(RunStateReadError::Format(ResumeError::UnsupportedFormat {
                 found: header.format,
             }));

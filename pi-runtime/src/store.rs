@@ -48,7 +48,7 @@ pub enum StoreError {
     },
     /// The stored run was written by a newer (or unknown) format.
     #[error(
-        "the stored run `{run}` has format {found}; this build reads format {}",
+        "the stored run `{run}` has format {found}; this build reads formats 1 to {}",
         crate::RUN_STATE_FORMAT
     )]
     UnsupportedFormat {

@@ -5,3 +5,8 @@
 //! pi-restate): one way to wait, one way to decide.
 
 pub use pi_tool::{Decision, WaitingCall};
+
+mod nested;
+
+pub(crate) use nested::diverged_message;
+pub use nested::{NestedCallRecord, NestedWait};

@@ -5,7 +5,7 @@
 use std::pin::pin;
 
 use futures_util::future::{Either, select};
-use pi_tool::{Deadline, PreparedArguments, ToolResult, prepare_call_within};
+use pi_tool::{CancellationToken, Deadline, PreparedArguments, ToolResult, prepare_call_within};
 
 use super::batch::Batch;
 use super::call::{Preparation, Prepared};
@@ -22,6 +22,62 @@ fn timed_out_message(tool: &str, after: std::time::Duration) -> String {
     format!("Tool {tool} was not run: no decision on it came within {after:?}")
 }
 
+/// What the approver made of a waiting call.
+pub(super) enum Asked {
+    /// Its decision.
+    Decided(Decision),
+    /// No decision: this is the call's result (aborted, the approver panicked, or no decision
+    /// came in time and the timeout says deny).
+    Refused(ToolResult),
+    /// No decision came in time and the timeout says pause: the call waits in the run's state.
+    Pause,
+}
+
+/// Asks `approver` about `waiting` within `timeout`; the run's `signal` ends the wait.
+pub(super) async fn ask(
+    approver: &Approver,
+    timeout: ApprovalTimeout,
+    waiting: WaitingCall,
+    signal: &CancellationToken,
+) -> Asked {
+    let tool = waiting.tool.clone();
+    let asked = guarded(|| approver(waiting));
+    let decision = {
+        let asked = pin!(asked);
+        let aborted = pin!(signal.cancelled());
+        let answer = select(asked, aborted);
+        let limit = match timeout {
+            ApprovalTimeout::DenyAfter(after) | ApprovalTimeout::PauseAfter(after) => Some(after),
+            _ => None,
+        };
+        match limit {
+            None => match answer.await {
+                Either::Left((decision, _)) => Some(decision),
+                Either::Right(_) => return Asked::Refused(ToolResult::error(ABORTED)),
+            },
+            Some(after) => match select(answer, pin!(Deadline::after(after))).await {
+                Either::Left((Either::Left((decision, _)), _)) => Some(decision),
+                Either::Left((Either::Right(_), _)) => {
+                    return Asked::Refused(ToolResult::error(ABORTED));
+                }
+                Either::Right(_) => None,
+            },
+        }
+    };
+    match decision {
+        Some(Ok(decision)) => Asked::Decided(decision),
+        Some(Err(panic)) => Asked::Refused(ToolResult::error(format!(
+            "Tool {tool} was not run: the approver panicked: {panic}"
+        ))),
+        None => match timeout {
+            ApprovalTimeout::DenyAfter(after) => {
+                Asked::Refused(ToolResult::error(timed_out_message(&tool, after)))
+            }
+            _ => Asked::Pause,
+        },
+    }
+}
+
 impl<'b> Batch<'_, 'b> {
     /// Asks the approver about a waiting call and applies its decision.
     pub(super) async fn ask_approver(
@@ -31,54 +87,12 @@ impl<'b> Batch<'_, 'b> {
         waiting: WaitingCall,
         started: Instant,
     ) -> Preparation<'b> {
-        let asked = guarded(|| approver(waiting.clone()));
-        let signal = self.env.signal;
-        let decision = {
-            let asked = pin!(asked);
-            let aborted = pin!(signal.cancelled());
-            let answer = select(asked, aborted);
-            let limit = match self.env.config.approval_timeout {
-                ApprovalTimeout::DenyAfter(after) | ApprovalTimeout::PauseAfter(after) => {
-                    Some(after)
-                }
-                _ => None,
-            };
-            match limit {
-                None => match answer.await {
-                    Either::Left((decision, _)) => Some(decision),
-                    Either::Right(_) => {
-                        return Preparation::Immediate(call, ToolResult::error(ABORTED));
-                    }
-                },
-                Some(after) => match select(answer, pin!(Deadline::after(after))).await {
-                    Either::Left((Either::Left((decision, _)), _)) => Some(decision),
-                    Either::Left((Either::Right(_), _)) => {
-                        return Preparation::Immediate(call, ToolResult::error(ABORTED));
-                    }
-                    Either::Right(_) => None,
-                },
-            }
-        };
-        let decision = match decision {
-            Some(Ok(decision)) => decision,
-            Some(Err(panic)) => {
-                let refusal = format!(
-                    "Tool {} was not run: the approver panicked: {panic}",
-                    call.name()
-                );
-                return Preparation::Immediate(call, ToolResult::error(refusal));
-            }
-            None => {
-                return match self.env.config.approval_timeout {
-                    ApprovalTimeout::DenyAfter(after) => {
-                        let refusal = timed_out_message(call.name(), after);
-                        Preparation::Immediate(call, ToolResult::error(refusal))
-                    }
-                    _ => Preparation::Wait(call, waiting),
-                };
-            }
-        };
-        self.apply(decision, call, waiting, started)
+        let timeout = self.env.config.approval_timeout;
+        match ask(approver, timeout, waiting.clone(), self.env.signal).await {
+            Asked::Decided(decision) => self.apply(decision, call, waiting, started),
+            Asked::Refused(result) => Preparation::Immediate(call, result),
+            Asked::Pause => Preparation::Wait(call, waiting),
+        }
     }
 
     /// A decision taken in process on a waiting call, as its preparation.

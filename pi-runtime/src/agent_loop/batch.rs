@@ -2,6 +2,7 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
+use std::collections::BTreeMap;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
@@ -9,9 +10,7 @@ use std::task::Poll;
 use futures_util::StreamExt;
 use futures_util::future::{Either, OptionFuture, select};
 use futures_util::stream::FuturesUnordered;
-use pi_tool::{
-    CallHost, CallLimits, CancellationToken, Deadline, ExecutionMode, StateMap, ToolResult,
-};
+use pi_tool::{CallLimits, CancellationToken, Deadline, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
 use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_once_in};
@@ -26,7 +25,7 @@ use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, StopReason};
 use crate::transcript::Transcript;
-use crate::wait::WaitingCall;
+use crate::wait::{NestedWait, WaitingCall};
 
 /// What a batch borrows from its run.
 pub(crate) struct BatchEnv<'a> {
@@ -53,6 +52,8 @@ pub(crate) struct BatchOutcome {
     pub(crate) added_tool_names: Vec<String>,
     /// The calls that wait for a decision, in call order (no result for them).
     pub(crate) waiting: Vec<WaitingCall>,
+    /// Of those, the ones that wait on a call they made from code, by id.
+    pub(crate) nested: BTreeMap<String, NestedWait>,
 }
 
 /// Runs every tool call of `assistant`.
@@ -86,6 +87,9 @@ pub(crate) async fn execute_tool_calls(
             limits: *env.limits,
             before: env.config.before_tool_call.clone(),
             after: env.config.after_tool_call.clone(),
+            approver: env.config.approver.clone(),
+            approval_timeout: env.config.approval_timeout,
+            resume: resumed.and_then(|resumed| resumed.nested.clone()),
             hook_messages: hook_messages.clone(),
         },
     );
@@ -119,6 +123,7 @@ impl BatchOutcome {
             terminate: calls > 0,
             added_tool_names: Vec::new(),
             waiting: Vec::new(),
+            nested: BTreeMap::new(),
         }
     }
 
@@ -133,8 +138,14 @@ impl BatchOutcome {
         self.waiting.push(waiting);
     }
 
-    /// Adds a finished call (in source order).
-    fn push(&mut self, done: Finished) {
+    /// Adds a finished call (in source order); one whose nested call waits, waits.
+    fn push(&mut self, mut done: Finished) {
+        if let Some(paused) = done.paused.take() {
+            let (waiting, nested) = *paused;
+            self.nested.insert(waiting.id.clone(), nested);
+            self.waiting.push(waiting);
+            return;
+        }
         self.terminate &= done.terminate;
         self.added_tool_names.extend(done.added_tool_names);
         self.results.push(done.message);
@@ -146,7 +157,7 @@ pub(super) struct Batch<'a, 'b> {
     pub(super) truncated: bool,
     pub(super) hook_messages: Option<Transcript>,
     /// What the calls share: their ids, where their updates go, the run's signal and state.
-    pub(super) host: Arc<dyn CallHost>,
+    pub(super) host: Arc<BatchHost>,
 }
 
 impl<'b> Batch<'_, 'b> {
@@ -203,6 +214,12 @@ impl<'b> Batch<'_, 'b> {
             };
             self.record_outcome(&span, &done);
             drop(span);
+            if done.paused.is_some() {
+                // It waits: no result message.
+                self.env.emitter.emit(done.end_event()).await;
+                outcome.push(done);
+                continue;
+            }
             let end = done.end_event();
             let [start, end_message] = message_events(&done.message);
             self.env.emitter.emit_all([end, start, end_message]).await;

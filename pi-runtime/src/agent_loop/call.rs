@@ -19,12 +19,13 @@ use super::batch::Batch;
 use super::clock::Instant;
 use super::context::ToolSet;
 use super::hooks;
+use super::nested_wait::{NestedEnd, outer_reason};
 use super::resume::Settled;
 use super::run::ABORTED;
 use crate::config::{AfterToolCallContext, BeforeToolCallContext};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{Message, ToolResultMessage};
-use crate::wait::WaitingCall;
+use crate::wait::{NestedWait, WaitingCall};
 
 /// The error of a call the loop refuses because its message hit the output token limit.
 fn length_refusal(name: &str) -> String {
@@ -62,11 +63,19 @@ pub(super) struct Finished {
     duration_ms: u64,
     /// Taken by the end event.
     usage: Option<Box<Usage>>,
+    /// The call waits after all, with a call it made from code (no result message then).
+    pub(super) paused: Option<Box<(WaitingCall, NestedWait)>>,
 }
 
 impl Finished {
     /// The call's `ToolExecutionEnd` (emitted once: it takes the usage).
     pub(super) fn end_event(&mut self) -> AgentEvent {
+        if let Some(paused) = &self.paused {
+            return AgentEvent::ToolCallWaiting {
+                call: self.call.clone(),
+                waiting: Box::new(paused.0.clone()),
+            };
+        }
         AgentEvent::ToolExecutionEnd {
             call: self.call.clone(),
             result: Arc::clone(&self.message),
@@ -301,7 +310,8 @@ impl<'b> Batch<'_, 'b> {
     /// only itself); its id, updates, parent signal and state come from the batch
     /// (`BatchHost`), so it allocates nothing.
     fn context(&self, call: &ToolCallRef) -> ToolContext {
-        ToolContext::hosted(Arc::clone(&self.host), call.index())
+        let host: Arc<super::host::BatchHost> = Arc::clone(&self.host);
+        ToolContext::hosted(host, call.index())
     }
 
     /// Starts a prepared call that [`is_plain`](Self::is_plain): the tool's future, which the
@@ -377,13 +387,22 @@ impl<'b> Batch<'_, 'b> {
         done
     }
 
-    /// Builds the result message (its `ToolExecutionEnd` is [`Finished::end_event`]).
+    /// Builds the result message (its `ToolExecutionEnd` is [`Finished::end_event`]); a call
+    /// whose nested call waits waits instead (unless the run was aborted).
     pub(super) fn finished(
         &self,
         call: ToolCallRef,
-        result: ToolResult,
+        mut result: ToolResult,
         started: Instant,
     ) -> Finished {
+        match self.host.nested_end(call.id()) {
+            None => {}
+            Some(NestedEnd::Diverged(message)) => result = ToolResult::error(message),
+            Some(NestedEnd::Paused(nested)) if !self.env.signal.is_cancelled() => {
+                return self.waits_on_nested(call, *nested);
+            }
+            Some(NestedEnd::Paused(_)) => {}
+        }
         let now = self.env.clock.now();
         let duration_ms =
             u64::try_from(now.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX);
@@ -417,6 +436,40 @@ impl<'b> Batch<'_, 'b> {
             is_error,
             duration_ms,
             usage: usage.map(Box::new),
+            paused: None,
+        }
+    }
+}
+
+impl<'b> Batch<'_, 'b> {
+    /// A call that returned while a call it made from code waits: it waits too (its result is
+    /// dropped; it runs again on resume).
+    fn waits_on_nested(&self, call: ToolCallRef, nested: NestedWait) -> Finished {
+        let waiting = WaitingCall::new(
+            call.id(),
+            call.name(),
+            call.arguments().clone(),
+            outer_reason(&nested.call, call.name()),
+            nested.call.kind,
+        );
+        let message = Arc::new(Message::ToolResult(ToolResultMessage {
+            tool_call_id: call.id().to_owned(),
+            tool_name: call.name().to_owned(),
+            content: Vec::new(),
+            details: serde_json::Value::Null,
+            is_error: false,
+            duration_ms: None,
+            timestamp: 0,
+        }));
+        Finished {
+            call,
+            message,
+            terminate: false,
+            added_tool_names: Vec::new(),
+            is_error: false,
+            duration_ms: 0,
+            usage: None,
+            paused: Some(Box::new((waiting, nested))),
         }
     }
 }

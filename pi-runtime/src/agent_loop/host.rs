@@ -8,6 +8,7 @@ use pi_tool::{CallHost, CallSlot, CancellationToken, NestedHost, StateMap, ToolR
 
 use super::emitter::Shared;
 use super::nested::LoopNested;
+use super::nested_wait::{NestedEnd, NestedRecords, NestedResume};
 use crate::event::{AgentEvent, ToolCallRef};
 use crate::message::{AssistantContent, Message};
 
@@ -22,8 +23,9 @@ pub(super) struct BatchHost {
     slots: Box<[CallSlot]>,
     /// What the calls' nested calls need, taken (reference counts only) when the batch starts.
     nested_parts: NestedParts,
-    /// The pipeline of the calls' nested calls, made on the first one.
-    nested: OnceLock<Arc<dyn NestedHost>>,
+    /// The pipeline of the calls' nested calls, made on the first one (and the same as
+    /// itself, for what it recorded of them).
+    nested: OnceLock<(Arc<dyn NestedHost>, Arc<LoopNested>)>,
 }
 
 /// What a batch's nested calls run with: the run's tools, limits and hooks, and the
@@ -33,6 +35,10 @@ pub(super) struct NestedParts {
     pub(super) limits: pi_tool::CallLimits,
     pub(super) before: Option<crate::config::BeforeToolCallHook>,
     pub(super) after: Option<crate::config::AfterToolCallHook>,
+    pub(super) approver: Option<crate::config::Approver>,
+    pub(super) approval_timeout: crate::config::ApprovalTimeout,
+    /// On resume: what the calls that waited on a nested call replay.
+    pub(super) resume: Option<Arc<NestedResume>>,
     pub(super) hook_messages: Option<crate::transcript::Transcript>,
 }
 
@@ -44,7 +50,7 @@ impl BatchHost {
         signal: &CancellationToken,
         state: &StateMap,
         nested_parts: NestedParts,
-    ) -> Arc<dyn CallHost> {
+    ) -> Arc<BatchHost> {
         let blocks = message.as_assistant().map_or(0, |m| m.content.len());
         Arc::new(BatchHost {
             slots: (0..blocks).map(|_| CallSlot::new()).collect(),
@@ -55,6 +61,13 @@ impl BatchHost {
             nested_parts,
             nested: OnceLock::new(),
         })
+    }
+
+    /// How the nested calls of the batch's call `id` (which returned) ended, when it matters:
+    /// one waits (the call waits with it), or a replay diverged (the call's error).
+    pub(super) fn nested_end(&self, id: &str) -> Option<NestedEnd> {
+        let (_, nested) = self.nested.get()?;
+        nested.records.end(id)
     }
 }
 
@@ -84,9 +97,9 @@ impl CallHost for BatchHost {
     }
 
     fn nested_host(&self) -> Option<&Arc<dyn NestedHost>> {
-        Some(self.nested.get_or_init(|| {
+        let (host, _) = self.nested.get_or_init(|| {
             let parts = &self.nested_parts;
-            Arc::new(LoopNested {
+            let nested = Arc::new(LoopNested {
                 tools: Arc::clone(&parts.tools),
                 limits: parts.limits,
                 before: parts.before.clone(),
@@ -94,8 +107,14 @@ impl CallHost for BatchHost {
                 message: Arc::clone(&self.message),
                 hook_messages: parts.hook_messages.clone(),
                 signal: self.signal.clone(),
-            })
-        }))
+                approver: parts.approver.clone(),
+                approval_timeout: parts.approval_timeout,
+                resume: parts.resume.clone(),
+                records: NestedRecords::default(),
+            });
+            (Arc::clone(&nested) as Arc<dyn NestedHost>, nested)
+        });
+        Some(host)
     }
 
     fn update(&self, call: usize, partial: ToolResult) {

@@ -5,22 +5,33 @@
 //!
 //! A batch's [`BatchHost`](super::host::BatchHost) makes one on the first nested call of any of
 //! its calls, so a batch without nested calls pays nothing for them.
+//!
+//! A nested call that needs a decision waits as the model's calls do: the approver decides it
+//! in process, or the run pauses with the outer call waiting, and the outer call runs again on
+//! resume with its completed nested calls answered from a journal (`nested_wait.rs`).
 
 use std::sync::Arc;
 
 use pi_tool::{
     AgentTool, BeforeCall, BoxFuture, CallHooks, CallLimits, CancellationToken, NestedHost,
-    ToolCall, ToolContext, ToolHost, ToolResult, run_nested_call,
+    ToolCall, ToolContext, ToolHost, ToolResult, WaitKind, prepare_call_within, run_nested_call,
 };
 use serde_json::Value;
 
+use super::approve::{Asked, ask};
 use super::context::ToolSet;
 use super::hooks;
+use super::nested_wait::{
+    NestedRecords, NestedResume, Replayed, pausing_message, record_finish, record_start,
+    replayed_approval, root_id,
+};
 use crate::config::{
-    AfterToolCallContext, AfterToolCallHook, BeforeToolCallContext, BeforeToolCallHook,
+    AfterToolCallContext, AfterToolCallHook, ApprovalTimeout, Approver, BeforeToolCallContext,
+    BeforeToolCallHook,
 };
 use crate::message::{AssistantContent, Message};
 use crate::transcript::Transcript;
+use crate::wait::{Decision, WaitingCall};
 
 /// What nested calls of one batch's calls share: the run's tools, limits, hooks and signal, and
 /// the batch's message (whose calls are the top-level parents).
@@ -33,6 +44,13 @@ pub(super) struct LoopNested {
     /// The transcript the hooks see (set when there is a hook).
     pub(super) hook_messages: Option<Transcript>,
     pub(super) signal: CancellationToken,
+    /// Decides a nested call that waits, in process.
+    pub(super) approver: Option<Approver>,
+    pub(super) approval_timeout: ApprovalTimeout,
+    /// On resume: the journals and decisions of the calls that waited on a nested call.
+    pub(super) resume: Option<Arc<NestedResume>>,
+    /// What the batch's calls' nested calls did (journals, pauses, recorded values).
+    pub(super) records: NestedRecords,
 }
 
 impl LoopNested {
@@ -80,13 +98,110 @@ impl NestedHost for LoopNested {
         parent: &'a ToolContext,
         ctx: ToolContext,
     ) -> BoxFuture<'a, ToolResult> {
-        let hooks: Option<&dyn CallHooks> =
-            (self.before.is_some() || self.after.is_some()).then_some(self);
-        Box::pin(run_nested_call(self, hooks, call, parent, ctx))
+        Box::pin(async move {
+            let root = root_id(&call.id, ctx.nesting_depth());
+            if let Some(refusal) = self.records.refusal(root, &call.name) {
+                return refusal;
+            }
+            if let Some(resume) = &self.resume {
+                let policy = self.tools.get(&call.name).and_then(|tool| tool.replay());
+                if let Replayed::Answered(result) = self.records.replay(resume, root, call, policy)
+                {
+                    return *result;
+                }
+            }
+            let result = run_nested_call(self, Some(self), call, parent, ctx).await;
+            if replayed_approval(self.resume.as_deref(), root, &call.id).is_some() {
+                record_finish(self.resume.as_deref(), call, &result);
+            }
+            self.records.completed(root, call, &result);
+            result
+        })
     }
 
     fn limits(&self) -> &CallLimits {
         &self.limits
+    }
+
+    fn recorded_value(&self, ctx: &ToolContext, name: &str) -> Option<Value> {
+        let root = root_id(ctx.tool_call_id(), ctx.nesting_depth());
+        let (wait, _) = self.resume.as_ref()?.waits.get(root)?;
+        wait.values.get(ctx.tool_call_id())?.get(name).cloned()
+    }
+
+    fn record_value(&self, ctx: &ToolContext, name: &str, value: Value) {
+        let id = ctx.tool_call_id();
+        let root = root_id(id, ctx.nesting_depth());
+        self.records.record_value(root, id, name, value);
+    }
+}
+
+impl LoopNested {
+    /// Decides a nested call that must wait: a decision replayed on resume, the approver's,
+    /// or a pause of the run (the call is answered with an error, the outer call waits).
+    async fn decide(
+        &self,
+        call: &ToolCall,
+        waiting: WaitingCall,
+        parent: &ToolContext,
+    ) -> BeforeCall {
+        let root = root_id(&call.id, parent.nesting_depth() + 1);
+        if let Some(decision) = replayed_approval(self.resume.as_deref(), root, &call.id) {
+            if let Err(refusal) = record_start(self.resume.as_deref(), call) {
+                return BeforeCall::Answer(ToolResult::error(refusal));
+            }
+            return self.apply(root, call, decision.clone());
+        }
+        if self.records.approved(root, &call.id) {
+            return BeforeCall::Run;
+        }
+        if let Some(approver) = &self.approver {
+            match ask(
+                approver,
+                self.approval_timeout,
+                waiting.clone(),
+                &self.signal,
+            )
+            .await
+            {
+                Asked::Decided(decision) => return self.apply(root, call, decision),
+                Asked::Refused(result) => return BeforeCall::Answer(result),
+                Asked::Pause => {}
+            }
+        }
+        self.records.pause(root, waiting, call.arguments.clone());
+        BeforeCall::Answer(ToolResult::error(pausing_message(&call.name)))
+    }
+
+    /// A decision on a nested call, as what the pipeline does with it.
+    fn apply(&self, root: &str, call: &ToolCall, decision: Decision) -> BeforeCall {
+        let arguments = match decision {
+            Decision::Deny { reason } => {
+                let refusal = Decision::denied_message(&call.name, &reason);
+                return BeforeCall::Answer(ToolResult::error(refusal));
+            }
+            Decision::Answer { result } => return BeforeCall::Answer(result),
+            Decision::Approve => None,
+            Decision::ApproveWith { arguments } => Some(arguments),
+        };
+        let Some(tool) = self.tools.get(&call.name) else {
+            return BeforeCall::Answer(ToolResult::error("the tool is gone"));
+        };
+        if tool.external() {
+            return BeforeCall::Answer(ToolResult::error(pi_tool::external_needs_answer_message(
+                &call.name,
+            )));
+        }
+        self.records.approve(root, &call.id);
+        let Some(arguments) = arguments else {
+            return BeforeCall::Run;
+        };
+        // Arguments a person gave are validated as the code's are.
+        match prepare_call_within(tool.as_ref(), &arguments, &self.limits.arguments) {
+            Ok(prepared) if prepared.is_unchanged() => BeforeCall::RunWith(arguments),
+            Ok(prepared) => BeforeCall::RunWith(prepared.get(&arguments).clone()),
+            Err(err) => BeforeCall::Answer(ToolResult::error(err.message())),
+        }
     }
 }
 
@@ -113,13 +228,36 @@ impl CallHooks for LoopNested {
                 hooks::Before::Run(None) => BeforeCall::Run,
                 hooks::Before::Run(Some(replaced)) => BeforeCall::RunWith(replaced),
                 hooks::Before::Refused(result) => BeforeCall::Answer(result),
-                // A call made from code cannot pause the run (yet): it is refused, saying why.
-                hooks::Before::Wait(reason, _) => BeforeCall::Answer(ToolResult::error(format!(
-                    "Tool {} was not run: it needs approval ({reason}), and a call made from code cannot wait for one",
-                    call.name
-                ))),
+                // A call made from code waits as the model's do.
+                hooks::Before::Wait(reason, replaced) => {
+                    let arguments = replaced.as_ref().unwrap_or(arguments).clone();
+                    let waiting = WaitingCall::new(
+                        call.id.as_str(),
+                        call.name.as_str(),
+                        arguments,
+                        reason,
+                        WaitKind::Approval,
+                    );
+                    match self.decide(call, waiting, parent).await {
+                        BeforeCall::Run => replaced.map_or(BeforeCall::Run, BeforeCall::RunWith),
+                        other => other,
+                    }
+                }
             }
         })
+    }
+
+    fn has_before_call(&self) -> bool {
+        self.before.is_some()
+    }
+
+    fn wait<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        waiting: WaitingCall,
+        parent: &'a ToolContext,
+    ) -> BoxFuture<'a, BeforeCall> {
+        Box::pin(self.decide(call, waiting, parent))
     }
 
     fn has_after_call(&self) -> bool {

@@ -8,6 +8,7 @@ use pi_tool::{Replay, ToolResult};
 use serde_json::Value;
 
 use super::context::ToolSet;
+use super::nested_wait::NestedResume;
 use crate::event::ToolCallRef;
 use crate::message::Message;
 use crate::wait::Decision;
@@ -32,6 +33,8 @@ pub(crate) struct Resumed {
     /// Calls a store recorded as started (and that may have been interrupted).
     pub(crate) started: BTreeSet<String>,
     pub(crate) journal: Option<Arc<dyn CallJournal>>,
+    /// What the calls that waited on a call they made from code replay (`None`: no such call).
+    pub(crate) nested: Option<Arc<NestedResume>>,
 }
 
 /// What a decision settles about a call before it is prepared.
@@ -50,9 +53,18 @@ impl Resumed {
         self.waiting.contains(id)
     }
 
-    /// Whether the call was approved (it runs without asking again).
+    /// Whether the call was approved (it runs without asking again). A call that waited on a
+    /// call it made from code runs again whatever was decided: the decision is its nested
+    /// call's.
     pub(super) fn approved(&self, id: &str) -> bool {
-        self.decisions.get(id).is_some_and(Decision::runs)
+        self.decisions.get(id).is_some_and(Decision::runs) || self.waits_on_nested(id)
+    }
+
+    /// Whether the call waited on a call it made from code.
+    fn waits_on_nested(&self, id: &str) -> bool {
+        self.nested
+            .as_ref()
+            .is_some_and(|nested| nested.waits.contains_key(id))
     }
 
     /// What the decision on `call` settles.
@@ -63,7 +75,10 @@ impl Resumed {
             result.is_error = recorded.is_error;
             return Settled::Result(Box::new(result));
         }
+        let nested = self.waits_on_nested(id);
         let arguments = match self.decisions.get(id) {
+            // The decision is the nested call's: this call runs again.
+            _ if nested => None,
             None => return Settled::No,
             Some(Decision::Deny { reason }) => {
                 return Settled::Result(Box::new(ToolResult::error(Decision::denied_message(

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use pi_tool::{AgentTool, ArgumentLimits, prepare_call_within};
 
 use super::context::AgentContext;
+use super::nested_wait::NestedResume;
 use super::resume::{CallJournal, Resumed};
 use crate::message::{AssistantContent, Message};
-use crate::run_state::{RUN_STATE_FORMAT, ResumeError, RunState};
+use crate::run_state::{ResumeError, RunState, reads_format};
 use crate::store::RunClaim;
 use crate::wait::Decision;
 
@@ -131,7 +132,7 @@ pub(crate) fn check(
     limits: &ArgumentLimits,
 ) -> Result<Resumed, ResumeError> {
     let state = &resume.state;
-    if state.format != RUN_STATE_FORMAT {
+    if !reads_format(state.format) {
         return Err(ResumeError::UnsupportedFormat {
             found: state.format,
         });
@@ -168,7 +169,9 @@ pub(crate) fn check(
             return Err(ResumeError::UnknownCall(waiting.id.clone()));
         };
         let decision = state.decisions.get(&waiting.id);
-        let runs = decision.is_none_or(Decision::runs);
+        // A call that waited on a call it made from code runs again whatever was decided.
+        let nested = state.nested.get(&waiting.id);
+        let runs = nested.is_some() || decision.is_none_or(Decision::runs);
         if !runs || state.finished.contains_key(&waiting.id) {
             continue;
         }
@@ -178,8 +181,8 @@ pub(crate) fn check(
                 tool: call.name.clone(),
             });
         };
-        let arguments = match decision {
-            Some(Decision::ApproveWith { arguments }) => arguments,
+        let arguments = match (nested, decision) {
+            (None, Some(Decision::ApproveWith { arguments })) => arguments,
             _ => &call.arguments,
         };
         if let Err(err) = prepare_call_within(tool.as_ref(), arguments, limits) {
@@ -188,18 +191,73 @@ pub(crate) fn check(
                 message: err.message().to_owned(),
             });
         }
+        if let Some(nested) = nested
+            && decision.is_some_and(Decision::runs)
+        {
+            check_nested(context, nested, decision, limits)?;
+        }
     }
     let journal = resume
         .claim
         .clone()
         .map(|claim| Arc::new(ClaimJournal(claim)) as Arc<dyn CallJournal>);
+    // A journal must belong to a call that waits.
+    if let Some(id) = state
+        .nested
+        .keys()
+        .find(|id| !state.waiting.iter().any(|w| &w.id == *id))
+    {
+        return Err(ResumeError::UnknownCall(id.clone()));
+    }
+    let waits: BTreeMap<String, _> = state
+        .nested
+        .iter()
+        .filter(|(id, _)| open.contains(*id))
+        .map(|(id, wait)| (id.clone(), (wait.clone(), state.decisions.get(id).cloned())))
+        .collect();
+    let nested = (!waits.is_empty()).then(|| {
+        Arc::new(NestedResume {
+            waits,
+            finished: state.finished.clone(),
+            started: state.started.clone(),
+            journal: journal.clone(),
+        })
+    });
     Ok(Resumed {
+        nested,
         waiting: open,
         decisions: state.decisions.clone(),
         finished: state.finished.clone(),
         started: state.started.clone(),
         journal,
     })
+}
+
+/// Checks the approved nested call of a call that waited on it: its tool is still there and
+/// takes the arguments it runs with.
+fn check_nested(
+    context: &AgentContext,
+    nested: &crate::wait::NestedWait,
+    decision: Option<&Decision>,
+    limits: &ArgumentLimits,
+) -> Result<(), ResumeError> {
+    let call = &nested.call;
+    let Some(tool) = find_tool(context, &call.tool) else {
+        return Err(ResumeError::ToolGone {
+            id: call.id.clone(),
+            tool: call.tool.clone(),
+        });
+    };
+    let arguments = match decision {
+        Some(Decision::ApproveWith { arguments }) => arguments,
+        _ => &call.arguments,
+    };
+    prepare_call_within(tool.as_ref(), arguments, limits)
+        .map(drop)
+        .map_err(|err| ResumeError::InvalidArguments {
+            id: call.id.clone(),
+            message: err.message().to_owned(),
+        })
 }
 
 /// A store's claim as the loop's journal.

@@ -20,7 +20,7 @@ use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{AssistantMessage, CustomMessage, Message, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
-use crate::run_state::{RUN_STATE_FORMAT, RunState};
+use crate::run_state::RunState;
 use crate::store::RunClaim;
 use crate::transcript::Transcript;
 use crate::turn_hooks::{FinishTurn, RequestContext, TurnUpdate};
@@ -61,6 +61,8 @@ pub(crate) struct Run {
     pub(crate) claim: Option<Arc<dyn RunClaim>>,
     /// The run paused (its state was handed over).
     pub(crate) paused: bool,
+    /// The waiting calls of the last batch that wait on a call they made from code.
+    pub(crate) nested_waits: std::collections::BTreeMap<String, crate::wait::NestedWait>,
     /// How many of `tools` (from the first) had their `State<T>` types checked: tools are only
     /// appended within a set, so a request checks just the ones added since (none, most turns),
     /// not the whole catalog again.
@@ -250,7 +252,7 @@ impl Run {
         &mut self,
         assistant: &Arc<Message>,
     ) -> (Vec<Arc<Message>>, bool, Vec<WaitingCall>) {
-        let outcome = {
+        let mut outcome = {
             let env = BatchEnv {
                 tools: &self.tools,
                 config: &self.config,
@@ -264,6 +266,7 @@ impl Run {
             };
             execute_tool_calls(&env, assistant).await
         };
+        self.nested_waits = std::mem::take(&mut outcome.nested);
         self.activate_tools(&outcome.added_tool_names);
         for result in &outcome.results {
             self.observe(result);
@@ -288,11 +291,12 @@ impl Run {
             })
             .await;
         let mut state = RunState {
-            format: RUN_STATE_FORMAT,
+            format: crate::run_state::format_for(&self.nested_waits),
             // The run ends here: the state takes the transcript (no copy).
             system_prompt: std::mem::take(&mut self.system_prompt),
             messages: self.transcript.take(),
             waiting: waiting.clone(),
+            nested: std::mem::take(&mut self.nested_waits),
             activated_tools: self.activated.clone(),
             requests: self.requests as u64,
             decisions: Default::default(),

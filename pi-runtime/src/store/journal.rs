@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::lock::RunLock;
 use super::{RunClaim, StoreError};
 use crate::message::Message;
-use crate::run_state::{RUN_STATE_FORMAT, RunState};
+use crate::run_state::{RunState, reads_format};
 
 /// The stored header of a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -80,7 +80,7 @@ impl Header {
         }
         let format: Format = serde_json::from_str(json)
             .map_err(|err| damaged(&format!("the header is not a run header: {err}")))?;
-        if format.state.format != RUN_STATE_FORMAT {
+        if !reads_format(format.state.format) {
             return Err(StoreError::UnsupportedFormat {
                 run: run.to_owned(),
                 found: format.state.format,
@@ -137,6 +137,7 @@ fn without_messages(state: &RunState) -> RunState {
         system_prompt: state.system_prompt.clone(),
         messages: Vec::new(),
         waiting: state.waiting.clone(),
+        nested: state.nested.clone(),
         activated_tools: state.activated_tools.clone(),
         requests: state.requests,
         decisions: state.decisions.clone(),
@@ -297,6 +298,7 @@ impl<B: Backend> RunClaim for Claim<B> {
     fn ended(&self, transcript: &[Arc<Message>]) -> Result<(), StoreError> {
         self.write(transcript, |header| {
             header.state.waiting.clear();
+            header.state.nested.clear();
             header.state.decisions.clear();
             header.state.started.clear();
             header.state.finished.clear();

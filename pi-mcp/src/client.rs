@@ -28,9 +28,10 @@ pub use elicitation::{
 };
 pub use error::McpClientError;
 pub use oauth::{
-    AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer, CredentialStore,
-    CredentialStoreError, DEFAULT_SIGN_IN_TIMEOUT, FileCredentialStore, InMemoryCredentialStore,
-    LoopbackAuthorizer, OAuthConfig, OAuthCredentials,
+    AssertionSource, AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer,
+    CredentialStore, CredentialStoreError, DEFAULT_SIGN_IN_TIMEOUT, FileCredentialStore,
+    IdentityProvider, InMemoryCredentialStore, LoopbackAuthorizer, OAuthConfig, OAuthCredentials,
+    SigningAlgorithm, TokenFile,
 };
 pub use tool::McpTool;
 

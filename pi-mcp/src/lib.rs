@@ -4,12 +4,13 @@ mod client;
 mod server;
 
 pub use client::{
-    AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer, CredentialStore,
-    CredentialStoreError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SIGN_IN_TIMEOUT,
-    ElicitationHandler, ElicitationKind, ElicitationRequest, ElicitationResponse,
-    FileCredentialStore, InMemoryCredentialStore, LoopbackAuthorizer, McpClient, McpClientBuilder,
-    McpClientError, McpConfig, McpConfigError, McpOAuthSettings, McpServerConfig, McpTool,
-    McpToolList, OAuthConfig, OAuthCredentials,
+    AssertionSource, AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer,
+    CredentialStore, CredentialStoreError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_SIGN_IN_TIMEOUT, ElicitationHandler, ElicitationKind, ElicitationRequest,
+    ElicitationResponse, FileCredentialStore, IdentityProvider, InMemoryCredentialStore,
+    LoopbackAuthorizer, McpClient, McpClientBuilder, McpClientError, McpConfig, McpConfigError,
+    McpOAuthSettings, McpServerConfig, McpTool, McpToolList, OAuthConfig, OAuthCredentials,
+    SigningAlgorithm, TokenFile,
 };
 pub use server::{
     AuthConfigError, DEFAULT_MAX_REQUEST_BODY_BYTES, HttpLimits, McpServer, ProtectedResource,

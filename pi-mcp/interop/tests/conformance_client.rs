@@ -3,6 +3,9 @@
 //! protocol revision: every scenario the revision requires (the OAuth ones against the suite's
 //! own authorization servers), plus the extensions and later scenarios it runs unscored.
 //!
+//! The 2025-03-26 revision has no requirements file in the suite: its two sign-in scenarios
+//! run as a suite filtered by that revision.
+//!
 //! The suite itself fails the run on a required scenario that fails unlisted, or a listed one
 //! that passes; it ignores unscored scenarios in its baseline, so this test holds those to
 //! `conformance/client-expected-failures-*.yaml` too.
@@ -41,7 +44,9 @@ fn results(out: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn client_conformance(revision: &str, must_pass: &[&str]) {
+/// Runs the suite for `revision` (`selection`: the suite's arguments that choose the scenarios)
+/// and holds every scenario to the revision's expected-failures file.
+fn client_conformance(revision: &str, selection: &[&str], must_pass: &[&str], at_least: usize) {
     let Some(deps) = test_deps() else { return };
     let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
         "conformance/client-expected-failures-{revision}.yaml"
@@ -53,12 +58,15 @@ fn client_conformance(revision: &str, must_pass: &[&str]) {
             .arg(deps.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
             .args(["client", "--command"])
             .arg(env!("CARGO_BIN_EXE_pi-mcp-conformance-client"))
-            .args(["--requirements", revision])
+            .args(selection)
             .arg("--expected-failures")
             .arg(&baseline),
     );
     let results = results(&out);
-    assert!(results.len() >= 20, "no suite summary found:\n{out}");
+    assert!(
+        results.len() >= at_least,
+        "no suite summary of {at_least} scenarios or more found:\n{out}"
+    );
     for (name, passed) in &results {
         if *passed {
             assert!(
@@ -98,6 +106,7 @@ fn client_conformance(revision: &str, must_pass: &[&str]) {
 fn client_conformance_2025_11_25() {
     client_conformance(
         "2025-11-25",
+        &["--requirements", "2025-11-25"],
         &[
             "elicitation-sep1034-client-defaults",
             "json-schema-2020-12-preservation",
@@ -105,7 +114,13 @@ fn client_conformance_2025_11_25() {
             "auth/scope-step-up",
             "auth/pre-registration",
             "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",
+            "auth/enterprise-managed-authorization",
+            "auth/dpop",
+            "auth/dpop-nonce",
+            "auth/wif-jwt-bearer",
         ],
+        20,
     );
 }
 
@@ -113,6 +128,7 @@ fn client_conformance_2025_11_25() {
 fn client_conformance_2026_07_28() {
     client_conformance(
         "2026-07-28",
+        &["--requirements", "2026-07-28"],
         &[
             "sep-2322-client-request-state",
             "json-schema-2020-12-preservation",
@@ -120,6 +136,28 @@ fn client_conformance_2026_07_28() {
             "auth/iss-wrong-issuer",
             "auth/resource-mismatch",
             "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",
+            "auth/enterprise-managed-authorization",
+            "auth/dpop",
+            "auth/dpop-nonce",
+            "auth/wif-jwt-bearer",
         ],
+        20,
+    );
+}
+
+/// The 2025-03-26 revision's two sign-in scenarios (the suite has no requirements file for it):
+/// authorization server metadata at the server's root without protected resource metadata, and
+/// no metadata at all (the default endpoints /authorize, /token, /register).
+#[test]
+fn client_conformance_2025_03_26() {
+    client_conformance(
+        "2025-03-26",
+        &["--suite", "all", "--spec-version", "2025-03-26"],
+        &[
+            "auth/2025-03-26-oauth-metadata-backcompat",
+            "auth/2025-03-26-oauth-endpoint-fallback",
+        ],
+        2,
     );
 }

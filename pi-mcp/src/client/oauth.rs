@@ -1,15 +1,24 @@
 //! Signing in to OAuth-protected MCP servers (the MCP authorization spec, 2025-11-25 and
 //! 2026-07-28), on rmcp's `AuthorizationManager`: what the application configures.
 
+mod assertion;
 mod authorizer;
+#[cfg(feature = "jwt")]
+mod dpop;
+#[cfg(feature = "jwt")]
+pub(crate) mod dpop_http;
+mod enterprise;
 mod fetch;
+mod jwt_bearer;
 mod loopback;
 pub(crate) mod session;
 mod store;
 
 use std::sync::Arc;
 
+pub use assertion::{AssertionSource, TokenFile};
 pub use authorizer::{AuthorizationPrompt, AuthorizationReason, AuthorizeError, Authorizer};
+pub use enterprise::IdentityProvider;
 pub use loopback::{DEFAULT_SIGN_IN_TIMEOUT, LoopbackAuthorizer};
 pub use store::{
     CredentialStore, CredentialStoreError, FileCredentialStore, InMemoryCredentialStore,
@@ -21,11 +30,91 @@ pub use store::{
 pub(crate) enum Grant {
     /// A user signs in in a browser (authorization code with PKCE).
     AuthorizationCode(Arc<dyn Authorizer>),
-    /// Machine to machine: the client's own id and secret (client credentials).
+    /// Machine to machine: the client's own id and a secret or a private key (client
+    /// credentials).
     ClientCredentials {
         client_id: String,
-        client_secret: String,
+        authentication: ClientAuthentication,
     },
+    /// A workload's identity token from its platform, exchanged for an access token (RFC 7523
+    /// JWT bearer grant, workload identity federation).
+    WorkloadIdentity(Arc<dyn AssertionSource>),
+    /// An identity provider's ID token exchanged for an ID-JAG, then for an access token
+    /// (enterprise-managed authorization).
+    Enterprise(Arc<IdentityProvider>),
+}
+
+impl Grant {
+    fn name(&self) -> &'static str {
+        match self {
+            Grant::AuthorizationCode(_) => "authorization_code",
+            Grant::ClientCredentials {
+                authentication: ClientAuthentication::Secret(_),
+                ..
+            } => "client_credentials (client secret)",
+            Grant::ClientCredentials {
+                authentication: ClientAuthentication::PrivateKey { .. },
+                ..
+            } => "client_credentials (private_key_jwt)",
+            Grant::WorkloadIdentity(_) => "jwt-bearer (workload identity)",
+            Grant::Enterprise(_) => "enterprise-managed (token exchange, then jwt-bearer)",
+        }
+    }
+}
+
+/// How a client using the client credentials grant proves who it is.
+#[derive(Clone)]
+pub(crate) enum ClientAuthentication {
+    /// A client secret (HTTP Basic or in the body, as the authorization server asks).
+    Secret(String),
+    /// A JWT signed with the client's private key (RFC 7523 `private_key_jwt`).
+    PrivateKey {
+        pem: String,
+        algorithm: SigningAlgorithm,
+    },
+}
+
+/// The algorithm of a client's private key, for `private_key_jwt`
+/// ([`OAuthConfig::client_credentials_private_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SigningAlgorithm {
+    /// ECDSA with P-256 and SHA-256.
+    Es256,
+    /// ECDSA with P-384 and SHA-384.
+    Es384,
+    /// RSA PKCS#1 v1.5 with SHA-256.
+    Rs256,
+    /// RSA PKCS#1 v1.5 with SHA-384.
+    Rs384,
+    /// RSA PKCS#1 v1.5 with SHA-512.
+    Rs512,
+}
+
+impl SigningAlgorithm {
+    /// The algorithm's JOSE name (`ES256` ...), as authorization servers list it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SigningAlgorithm::Es256 => "ES256",
+            SigningAlgorithm::Es384 => "ES384",
+            SigningAlgorithm::Rs256 => "RS256",
+            SigningAlgorithm::Rs384 => "RS384",
+            SigningAlgorithm::Rs512 => "RS512",
+        }
+    }
+
+    /// The algorithm of a JOSE name (`ES256` ...), if it is one of these.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            SigningAlgorithm::Es256,
+            SigningAlgorithm::Es384,
+            SigningAlgorithm::Rs256,
+            SigningAlgorithm::Rs384,
+            SigningAlgorithm::Rs512,
+        ]
+        .into_iter()
+        .find(|algorithm| algorithm.as_str().eq_ignore_ascii_case(name))
+    }
 }
 
 /// How an HTTP client signs in to an OAuth-protected server
@@ -51,19 +140,17 @@ pub struct OAuthConfig {
     pub(crate) scopes: Vec<String>,
     pub(crate) store: Arc<dyn CredentialStore>,
     pub(crate) allow_private_network: bool,
+    pub(crate) dpop: bool,
 }
 
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let grant = match &self.grant {
-            Grant::AuthorizationCode(_) => "authorization_code",
-            Grant::ClientCredentials { .. } => "client_credentials",
-        };
         f.debug_struct("OAuthConfig")
-            .field("grant", &grant)
+            .field("grant", &self.grant.name())
             .field("client_id", &self.client_id)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -83,8 +170,50 @@ impl OAuthConfig {
     ) -> Self {
         Self::with_grant(Grant::ClientCredentials {
             client_id: client_id.into(),
-            client_secret: client_secret.into(),
+            authentication: ClientAuthentication::Secret(client_secret.into()),
         })
+    }
+
+    /// Machine to machine with a private key instead of a secret: the client credentials grant,
+    /// the client authenticated by a JWT it signs with `private_key_pem` (PKCS#8 PEM, `-----BEGIN
+    /// PRIVATE KEY-----`; RFC 7523 `private_key_jwt`: `iss` and `sub` the client id, `aud` the
+    /// authorization server's issuer, five minutes of validity, a fresh `jti`). The
+    /// authorization server must list `private_key_jwt` (and the algorithm, when it lists
+    /// algorithms); a key that does not parse is reported at the first sign-in.
+    pub fn client_credentials_private_key(
+        client_id: impl Into<String>,
+        private_key_pem: impl Into<String>,
+        algorithm: SigningAlgorithm,
+    ) -> Self {
+        Self::with_grant(Grant::ClientCredentials {
+            client_id: client_id.into(),
+            authentication: ClientAuthentication::PrivateKey {
+                pem: private_key_pem.into(),
+                algorithm,
+            },
+        })
+    }
+
+    /// A workload signs in with the identity token its platform gives it (workload identity
+    /// federation: a Kubernetes service account token, a cloud's instance identity, a CI job's
+    /// OIDC token): the JWT bearer grant (RFC 7523, `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`)
+    /// with a token from `source` as the `assertion`, asked for anew at each sign-in (such
+    /// tokens are short-lived). A refusal (`invalid_grant`, `invalid_scope`,
+    /// `unauthorized_client`) is the error, with no retry and no other grant tried. Set
+    /// [`client_id`](Self::client_id) when the authorization server knows the workload by one.
+    pub fn workload_identity(source: impl AssertionSource) -> Self {
+        Self::with_grant(Grant::WorkloadIdentity(Arc::new(source)))
+    }
+
+    /// Enterprise-managed authorization: the user's ID token from the company's identity
+    /// provider is exchanged there for an ID-JAG (RFC 8693 token exchange, naming the MCP
+    /// server's authorization server and the server as `resource`), and the ID-JAG for an access
+    /// token at the MCP server's authorization server (JWT bearer grant), no browser involved.
+    /// [`client_id`](Self::client_id) and [`client_secret`](Self::client_secret) are this
+    /// client's registration at the MCP server's authorization server (required). On rmcp's
+    /// `enterprise` module.
+    pub fn enterprise(identity_provider: IdentityProvider) -> Self {
+        Self::with_grant(Grant::Enterprise(Arc::new(identity_provider)))
     }
 
     fn with_grant(grant: Grant) -> Self {
@@ -97,7 +226,25 @@ impl OAuthConfig {
             scopes: Vec::new(),
             store: Arc::new(InMemoryCredentialStore::new()),
             allow_private_network: false,
+            dpop: false,
         }
+    }
+
+    /// Asks for DPoP-bound tokens (RFC 9449): the client makes a P-256 key pair (in memory, one
+    /// per connection), sends a proof signed with it on each token request, and when the
+    /// authorization server answers with a `DPoP` token, presents it as `Authorization: DPoP`
+    /// with a fresh proof (method, URL, token hash) on every request to the MCP server. A stolen
+    /// token is then useless without the key. Nonces the authorization server or the MCP
+    /// server demand (`use_dpop_nonce`) are sent on the retried request. An authorization server
+    /// that does not do DPoP answers with a bearer token, which is used as such. Tokens bound
+    /// to the key are not usable by another process: kept in a
+    /// [`FileCredentialStore`], they lead to a new sign-in there. For the authorization code and
+    /// client credentials grants.
+    #[cfg(feature = "jwt")]
+    #[must_use]
+    pub fn dpop(mut self) -> Self {
+        self.dpop = true;
+        self
     }
 
     /// A client id registered with the authorization server beforehand (no registration then).

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::oauth::session::{MAX_SIGN_INS_IN_A_ROW, OAuthSession, Refusal};
+use super::oauth::session::{MAX_SIGN_INS_IN_A_ROW, OAuthHttp, OAuthSession, Refusal};
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
@@ -90,6 +90,9 @@ enum Inner {
     Plain(reqwest::Client),
     /// OAuth: rmcp's client that adds the token (and refreshes it once when refused).
     OAuth(AuthClient<reqwest::Client>),
+    /// OAuth with DPoP-bound tokens: the same, with a proof on each request.
+    #[cfg(feature = "jwt")]
+    Dpop(AuthClient<super::oauth::dpop_http::DpopHttp>),
 }
 
 /// rmcp's `StreamableHttpClient` for one connection (cloned by the transport's tasks).
@@ -109,9 +112,13 @@ impl HttpClient {
     }
 
     /// Signing in with `session`.
-    pub(crate) fn oauth(client: AuthClient<reqwest::Client>, session: Arc<OAuthSession>) -> Self {
+    pub(crate) fn oauth(client: OAuthHttp, session: Arc<OAuthSession>) -> Self {
         HttpClient {
-            inner: Inner::OAuth(client),
+            inner: match client {
+                OAuthHttp::Bearer(client) => Inner::OAuth(client),
+                #[cfg(feature = "jwt")]
+                OAuthHttp::Dpop(client) => Inner::Dpop(client),
+            },
             state: Arc::new(HttpState {
                 session: Some(session),
                 last_failure: Mutex::default(),
@@ -239,6 +246,8 @@ macro_rules! with_client {
         match $inner {
             Inner::Plain($client) => $call.await,
             Inner::OAuth($client) => $call.await,
+            #[cfg(feature = "jwt")]
+            Inner::Dpop($client) => $call.await,
         }
     };
 }

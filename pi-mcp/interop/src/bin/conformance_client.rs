@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use pi_mcp::{
     AuthorizationPrompt, AuthorizeError, Authorizer, ElicitationRequest, ElicitationResponse,
-    McpClient, McpTool, OAuthConfig,
+    IdentityProvider, McpClient, McpTool, OAuthConfig, SigningAlgorithm,
 };
 use pi_tool::{AgentTool, BoxFuture, ToolCall, ToolRegistry};
 use serde_json::{Map, Value, json};
@@ -34,6 +34,23 @@ struct Context {
     client_secret: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ContextCall>,
+    /// auth/client-credentials-jwt: the client's key (PKCS#8 PEM) and its algorithm.
+    #[serde(default, alias = "private_key_pem")]
+    private_key_pem: Option<String>,
+    #[serde(default, alias = "signing_algorithm")]
+    signing_algorithm: Option<String>,
+    /// auth/wif-jwt-bearer: the workload's identity token.
+    #[serde(default, alias = "valid_jwt")]
+    valid_jwt: Option<String>,
+    /// auth/enterprise-managed-authorization: the identity provider and the user's ID token.
+    #[serde(default, alias = "idp_client_id")]
+    idp_client_id: Option<String>,
+    #[serde(default, alias = "idp_id_token")]
+    idp_id_token: Option<String>,
+    #[serde(default, alias = "idp_issuer")]
+    idp_issuer: Option<String>,
+    #[serde(default, alias = "idp_token_endpoint")]
+    idp_token_endpoint: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -111,25 +128,7 @@ async fn run() -> Result<(), String> {
             ElicitationResponse::Accept(json!({}))
         });
     if scenario.starts_with("auth/") {
-        let oauth = if scenario.starts_with("auth/client-credentials") {
-            let (Some(id), Some(secret)) = (&context.client_id, &context.client_secret) else {
-                return Err(format!(
-                    "{scenario}: the context carries no client credentials"
-                ));
-            };
-            OAuthConfig::client_credentials(id, secret)
-        } else {
-            let mut oauth = OAuthConfig::new(HeadlessBrowser { http })
-                .client_name("pi-mcp-conformance-client")
-                .client_metadata_url(CLIENT_METADATA_URL);
-            if let Some(id) = &context.client_id {
-                oauth = oauth.client_id(id);
-                if let Some(secret) = &context.client_secret {
-                    oauth = oauth.client_secret(secret);
-                }
-            }
-            oauth
-        };
+        let oauth = oauth_config(&scenario, &context, http)?;
         builder = builder.oauth(oauth);
     }
     let client = builder.connect().await.map_err(|err| err.to_string())?;
@@ -181,6 +180,84 @@ async fn run() -> Result<(), String> {
     }
     client.close();
     Ok(())
+}
+
+/// The sign-in each `auth/*` scenario asks for, from what its context carries.
+fn oauth_config(
+    scenario: &str,
+    context: &Context,
+    http: reqwest::Client,
+) -> Result<OAuthConfig, String> {
+    let missing = |what: &str| format!("{scenario}: the context carries no {what}");
+    let oauth = match scenario {
+        "auth/client-credentials-jwt" => {
+            let id = context
+                .client_id
+                .as_ref()
+                .ok_or_else(|| missing("client_id"))?;
+            let key = (context.private_key_pem.as_ref()).ok_or_else(|| missing("private key"))?;
+            let algorithm = context.signing_algorithm.as_deref().unwrap_or("ES256");
+            let algorithm = SigningAlgorithm::from_name(algorithm)
+                .ok_or_else(|| format!("{scenario}: unknown algorithm {algorithm}"))?;
+            OAuthConfig::client_credentials_private_key(id, key, algorithm)
+        }
+        _ if scenario.starts_with("auth/client-credentials") => {
+            let (Some(id), Some(secret)) = (&context.client_id, &context.client_secret) else {
+                return Err(missing("client credentials"));
+            };
+            OAuthConfig::client_credentials(id, secret)
+        }
+        "auth/wif-jwt-bearer" => {
+            let token = context
+                .valid_jwt
+                .clone()
+                .ok_or_else(|| missing("workload token"))?;
+            let mut oauth = OAuthConfig::workload_identity(move || {
+                let token = token.clone();
+                async move { Ok::<_, AuthorizeError>(token) }
+            });
+            if let Some(id) = &context.client_id {
+                oauth = oauth.client_id(id);
+            }
+            oauth
+        }
+        "auth/enterprise-managed-authorization" => {
+            let (Some(issuer), Some(endpoint), Some(idp_client), Some(id_token)) = (
+                &context.idp_issuer,
+                &context.idp_token_endpoint,
+                &context.idp_client_id,
+                context.idp_id_token.clone(),
+            ) else {
+                return Err(missing("identity provider"));
+            };
+            let (Some(id), Some(secret)) = (&context.client_id, &context.client_secret) else {
+                return Err(missing("client credentials"));
+            };
+            let idp = IdentityProvider::new(issuer, endpoint, idp_client, move || {
+                let id_token = id_token.clone();
+                async move { Ok::<_, AuthorizeError>(id_token) }
+            });
+            OAuthConfig::enterprise(idp)
+                .client_id(id)
+                .client_secret(secret)
+        }
+        _ => {
+            let mut oauth = OAuthConfig::new(HeadlessBrowser { http })
+                .client_name("pi-mcp-conformance-client")
+                .client_metadata_url(CLIENT_METADATA_URL);
+            if scenario.starts_with("auth/dpop") {
+                oauth = oauth.dpop();
+            }
+            if let Some(id) = &context.client_id {
+                oauth = oauth.client_id(id);
+                if let Some(secret) = &context.client_secret {
+                    oauth = oauth.client_secret(secret);
+                }
+            }
+            oauth
+        }
+    };
+    Ok(oauth)
 }
 
 /// Arguments that satisfy a tool's required properties.

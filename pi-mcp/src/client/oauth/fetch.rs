@@ -153,6 +153,9 @@ pub(crate) struct OAuthFetcher {
     follow: reqwest::Client,
     stop: reqwest::Client,
     policy: AddressPolicy,
+    /// With DPoP: token requests carry a proof (and the nonce the server demands).
+    #[cfg(feature = "jwt")]
+    dpop: Option<Arc<super::dpop::DpopKey>>,
 }
 
 impl OAuthFetcher {
@@ -181,49 +184,139 @@ impl OAuthFetcher {
             follow: build(follow)?,
             stop: build(redirect::Policy::none())?,
             policy,
+            #[cfg(feature = "jwt")]
+            dpop: None,
         })
+    }
+
+    /// Token requests get DPoP proofs made with `key`.
+    #[cfg(feature = "jwt")]
+    pub(crate) fn with_dpop(mut self, key: Arc<super::dpop::DpopKey>) -> Self {
+        self.dpop = Some(key);
+        self
+    }
+
+    /// Sends one request; with DPoP, a token request carries a proof, and is sent once more
+    /// with the nonce when the authorization server demands one (RFC 9449 section 8).
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Vec<u8>>,
+        follow: bool,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        #[cfg(feature = "jwt")]
+        if let Some(key) = self.dpop.as_ref().filter(|_| is_token_request(&request)) {
+            return self.send_with_proof(key, request, follow).await;
+        }
+        self.send_once(request, follow).await
+    }
+
+    #[cfg(feature = "jwt")]
+    async fn send_with_proof(
+        &self,
+        key: &super::dpop::DpopKey,
+        request: http::Request<Vec<u8>>,
+        follow: bool,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        use super::dpop::{DPOP_HEADER, DPOP_NONCE_HEADER, asks_for_nonce};
+        let url = request.uri().to_string();
+        let with_proof = |request: &http::Request<Vec<u8>>| -> Result<_, OAuthHttpClientError> {
+            let mut copy = http::Request::builder()
+                .method(request.method().clone())
+                .uri(request.uri().clone())
+                .body(request.body().clone())?;
+            *copy.headers_mut() = request.headers().clone();
+            let proof = key.proof(request.method().as_str(), &url, None)?;
+            copy.headers_mut()
+                .insert(DPOP_HEADER, http::HeaderValue::from_str(&proof)?);
+            Ok(copy)
+        };
+        let mut answer = self.send_once(with_proof(&request)?, follow).await?;
+        let nonce = answer
+            .headers()
+            .get(DPOP_NONCE_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if let Some(nonce) = nonce {
+            let is_new = key.remember_nonce(&url, &nonce);
+            if is_new
+                && answer.status() == http::StatusCode::BAD_REQUEST
+                && asks_for_nonce(&String::from_utf8_lossy(answer.body()))
+            {
+                answer = self.send_once(with_proof(&request)?, follow).await?;
+            }
+        }
+        if answer.status().is_success() {
+            #[derive(serde::Deserialize)]
+            struct TokenType {
+                token_type: String,
+            }
+            if let Ok(tokens) = serde_json::from_slice::<TokenType>(answer.body()) {
+                key.set_bound(tokens.token_type.eq_ignore_ascii_case("dpop"));
+            }
+        }
+        Ok(answer)
+    }
+}
+
+/// A POST of a form with a `grant_type`: a token request (registration posts JSON).
+#[cfg(feature = "jwt")]
+fn is_token_request(request: &http::Request<Vec<u8>>) -> bool {
+    request.method() == http::Method::POST
+        && request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"))
+        && url::form_urlencoded::parse(request.body()).any(|(key, _)| key == "grant_type")
+}
+
+impl OAuthFetcher {
+    /// Sends one request (following redirects the policy allows when `follow`) and reads the
+    /// whole answer, up to [`MAX_RESPONSE_BYTES`].
+    async fn send_once(
+        &self,
+        request: http::Request<Vec<u8>>,
+        follow: bool,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        let client = if follow { &self.follow } else { &self.stop };
+        let request = reqwest::Request::try_from(request)?;
+        if !self.policy.allows_url(request.url()) {
+            return Err(format!(
+                "{} is an address that signing in to this MCP server may not reach",
+                request.url()
+            )
+            .into());
+        }
+        let response = client.execute(request).await?;
+        let mut answer = http::Response::builder()
+            .status(response.status())
+            .version(response.version());
+        for (name, value) in response.headers() {
+            answer = answer.header(name, value);
+        }
+        let mut body = Vec::new();
+        let mut chunks = response.bytes_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(format!(
+                    "the response is larger than {} KiB",
+                    MAX_RESPONSE_BYTES / 1024
+                )
+                .into());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        answer
+            .body(body)
+            .map_err(|err| Box::new(err) as OAuthHttpClientError)
     }
 }
 
 impl OAuthHttpClient for OAuthFetcher {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
-        Box::pin(async move {
-            let client = match request.redirect_policy {
-                OAuthHttpRedirectPolicy::Stop => &self.stop,
-                _ => &self.follow,
-            };
-            let request = reqwest::Request::try_from(request.request)?;
-            if !self.policy.allows_url(request.url()) {
-                return Err(format!(
-                    "{} is an address that signing in to this MCP server may not reach",
-                    request.url()
-                )
-                .into());
-            }
-            let response = client.execute(request).await?;
-            let mut answer = http::Response::builder()
-                .status(response.status())
-                .version(response.version());
-            for (name, value) in response.headers() {
-                answer = answer.header(name, value);
-            }
-            let mut body = Vec::new();
-            let mut chunks = response.bytes_stream();
-            while let Some(chunk) = chunks.next().await {
-                let chunk = chunk?;
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                    return Err(format!(
-                        "the response is larger than {} KiB",
-                        MAX_RESPONSE_BYTES / 1024
-                    )
-                    .into());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            answer
-                .body(body)
-                .map_err(|err| Box::new(err) as OAuthHttpClientError)
-        })
+        let follow = !matches!(request.redirect_policy, OAuthHttpRedirectPolicy::Stop);
+        Box::pin(self.send(request.request, follow))
     }
 }
 

@@ -8,13 +8,19 @@ use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use reqwest::Url;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, OAuthHttpClient, WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm, OAuthHttpClient,
+    OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
 };
 use tokio::sync::Mutex;
 
+use super::enterprise::{self, IdentityProvider, ResourceClient};
 use super::fetch::OAuthFetcher;
+use super::jwt_bearer::{self, JwtBearerRequest};
 use super::store::ServerSlot;
-use super::{AuthorizationPrompt, AuthorizationReason, Authorizer, Grant, OAuthConfig};
+use super::{
+    AssertionSource, AuthorizationPrompt, AuthorizationReason, Authorizer, ClientAuthentication,
+    Grant, OAuthConfig, SigningAlgorithm,
+};
 use crate::client::interaction::UserWaits;
 
 /// Sign-ins in a row without a request getting through, before the client gives up (a server
@@ -43,12 +49,30 @@ impl Refusal {
     }
 }
 
+/// The HTTP client that puts the token on each request: as a bearer token, or with DPoP.
+#[derive(Clone)]
+pub(crate) enum OAuthHttp {
+    Bearer(AuthClient<reqwest::Client>),
+    #[cfg(feature = "jwt")]
+    Dpop(AuthClient<super::dpop_http::DpopHttp>),
+}
+
+impl OAuthHttp {
+    fn manager(&self) -> &Arc<Mutex<AuthorizationManager>> {
+        match self {
+            OAuthHttp::Bearer(client) => &client.auth_manager,
+            #[cfg(feature = "jwt")]
+            OAuthHttp::Dpop(client) => &client.auth_manager,
+        }
+    }
+}
+
 /// One server's sign-in state, shared by every request of its connection.
 pub(crate) struct OAuthSession {
     config: OAuthConfig,
     server: Url,
     client_name: String,
-    fetcher: Arc<dyn OAuthHttpClient>,
+    fetcher: Arc<OAuthFetcher>,
     /// The manager `AuthClient` takes tokens from; replaced after each new sign-in.
     manager: Arc<Mutex<AuthorizationManager>>,
     /// Counts completed sign-ins, so requests refused at the same time sign in only once.
@@ -69,10 +93,21 @@ impl OAuthSession {
         client_name: String,
         http: reqwest::Client,
         waits: Arc<UserWaits>,
-    ) -> Result<(Arc<Self>, AuthClient<reqwest::Client>), String> {
+    ) -> Result<(Arc<Self>, OAuthHttp), String> {
         let url = Url::parse(server).map_err(|err| format!("{server} is not a URL: {err}"))?;
-        let fetcher: Arc<dyn OAuthHttpClient> =
-            Arc::new(OAuthFetcher::new(&url, config.allow_private_network)?);
+        let fetcher = OAuthFetcher::new(&url, config.allow_private_network)?;
+        #[cfg(feature = "jwt")]
+        let dpop = if config.dpop {
+            Some(Arc::new(super::dpop::DpopKey::generate()?))
+        } else {
+            None
+        };
+        #[cfg(feature = "jwt")]
+        let fetcher = match &dpop {
+            Some(key) => fetcher.with_dpop(Arc::clone(key)),
+            None => fetcher,
+        };
+        let fetcher = Arc::new(fetcher);
         let mut manager = new_manager(&config, &url, &fetcher).await?;
         let stored = config
             .store
@@ -91,13 +126,20 @@ impl OAuthSession {
                 );
             }
         }
-        let client = AuthClient::new(http, manager);
+        let client = match dpop {
+            #[cfg(feature = "jwt")]
+            Some(key) => OAuthHttp::Dpop(AuthClient::new(
+                super::dpop_http::DpopHttp { http, key },
+                manager,
+            )),
+            _ => OAuthHttp::Bearer(AuthClient::new(http, manager)),
+        };
         let session = Arc::new(OAuthSession {
             config,
             server: url,
             client_name,
             fetcher,
-            manager: Arc::clone(&client.auth_manager),
+            manager: Arc::clone(client.manager()),
             generation: AtomicU64::new(0),
             signing_in: Mutex::new(()),
             in_a_row: AtomicU32::new(0),
@@ -134,16 +176,18 @@ impl OAuthSession {
             (
                 Grant::ClientCredentials {
                     client_id,
-                    client_secret,
+                    authentication,
                 },
                 refusal,
             ) => {
-                let extra = match refusal {
-                    Refusal::InsufficientScope { scope, .. } => scope.clone(),
-                    Refusal::Unauthorized { .. } => None,
-                };
-                self.client_credentials(client_id, client_secret, refusal.challenge(), extra)
+                self.client_credentials(client_id, authentication, refusal)
                     .await?;
+            }
+            (Grant::WorkloadIdentity(source), refusal) => {
+                self.workload_identity(source.as_ref(), refusal).await?;
+            }
+            (Grant::Enterprise(idp), refusal) => {
+                self.enterprise(idp, refusal).await?;
             }
             (Grant::AuthorizationCode(authorizer), Refusal::Unauthorized { challenge }) => {
                 self.sign_in(
@@ -276,28 +320,21 @@ impl OAuthSession {
         Ok(())
     }
 
-    /// Machine to machine: a token for the client's own credentials, with the challenge's scope
-    /// (plus `extra`, for a 403).
-    async fn client_credentials(
-        &self,
-        client_id: &str,
-        client_secret: &str,
-        challenge: &str,
-        extra: Option<String>,
-    ) -> Result<(), String> {
-        let mut manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
-        let metadata = self.discover(&manager, challenge).await?;
-        let issuer = metadata.issuer.clone();
-        manager.set_metadata(metadata);
+    /// The scopes for a grant without a user: the config's, else the challenge's; for a 403,
+    /// also those granted so far and those the server asks for.
+    async fn machine_scopes(&self, refusal: &Refusal) -> Vec<String> {
         let mut scopes = self.config.scopes.clone();
         if scopes.is_empty() {
             scopes.extend(
-                challenge_scope(challenge, &self.server)
+                challenge_scope(refusal.challenge(), &self.server)
                     .iter()
                     .flat_map(|scope| scope.split_whitespace().map(str::to_owned)),
             );
         }
-        if let Some(extra) = extra {
+        if let Refusal::InsufficientScope {
+            scope: Some(extra), ..
+        } = refusal
+        {
             let old = self.manager.lock().await.get_current_scopes().await;
             for scope in old
                 .into_iter()
@@ -308,20 +345,130 @@ impl OAuthSession {
                 }
             }
         }
-        let credentials = ClientCredentialsConfig::ClientSecret {
-            client_id: client_id.to_owned(),
-            client_secret: client_secret.to_owned(),
-            scopes,
-            resource: Some(self.server.to_string()),
+        scopes
+    }
+
+    /// Machine to machine: a token for the client's own credentials (a secret or a signed
+    /// JWT), with the challenge's scope (plus more, for a 403).
+    async fn client_credentials(
+        &self,
+        client_id: &str,
+        authentication: &ClientAuthentication,
+        refusal: &Refusal,
+    ) -> Result<(), String> {
+        let mut manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
+        let metadata = self.discover(&manager, refusal.challenge()).await?;
+        let issuer = metadata.issuer.clone();
+        manager.set_metadata(metadata);
+        let scopes = self.machine_scopes(refusal).await;
+        let resource = Some(self.server.to_string());
+        let credentials = match authentication {
+            ClientAuthentication::Secret(client_secret) => ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.to_owned(),
+                client_secret: client_secret.clone(),
+                scopes,
+                resource,
+            },
+            ClientAuthentication::PrivateKey { pem, algorithm } => {
+                ClientCredentialsConfig::PrivateKeyJwt {
+                    client_id: client_id.to_owned(),
+                    signing_key: pem.clone().into_bytes(),
+                    signing_algorithm: rmcp_algorithm(*algorithm),
+                    token_endpoint_audience: None,
+                    scopes,
+                    resource,
+                }
+            }
         };
         manager
             .validate_client_credentials_metadata(&credentials)
             .and_then(|()| manager.configure_client_credentials(&credentials))
             .map_err(|err| describe(&err))?;
-        manager
-            .exchange_client_credentials(&credentials)
+        let manager = exchange_client_credentials(manager, credentials).await?;
+        *self.issuer.lock().unwrap_or_else(PoisonError::into_inner) = issuer;
+        *self.manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// Workload identity federation: the platform's token for an access token (JWT bearer).
+    async fn workload_identity(
+        &self,
+        source: &dyn AssertionSource,
+        refusal: &Refusal,
+    ) -> Result<(), String> {
+        let manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
+        let metadata = self.discover(&manager, refusal.challenge()).await?;
+        let scopes = self.machine_scopes(refusal).await;
+        let assertion = source
+            .assertion()
+            .await
+            .map_err(|err| format!("no workload identity token from its source: {err}"))?;
+        let tokens = jwt_bearer::exchange(
+            &self.fetcher,
+            &JwtBearerRequest {
+                token_endpoint: &metadata.token_endpoint,
+                assertion: &assertion,
+                client_id: self.config.client_id.as_deref(),
+                scopes: &scopes,
+                resource: self.server.as_str(),
+            },
+        )
+        .await?;
+        let client_id = self.config.client_id.clone().unwrap_or_default();
+        self.keep_tokens(manager, metadata, client_id, tokens).await
+    }
+
+    /// Enterprise-managed authorization: the user's ID token for an ID-JAG at the identity
+    /// provider, the ID-JAG for an access token here.
+    async fn enterprise(&self, idp: &IdentityProvider, refusal: &Refusal) -> Result<(), String> {
+        let client_id = self.config.client_id.as_deref().ok_or(
+            "enterprise-managed authorization needs this client's id at the MCP server's authorization server (OAuthConfig::client_id)",
+        )?;
+        let manager = new_manager(&self.config, &self.server, &self.fetcher).await?;
+        let metadata = self.discover(&manager, refusal.challenge()).await?;
+        let scopes = self.machine_scopes(refusal).await;
+        let tokens = enterprise::exchange(
+            idp,
+            self.fetcher.as_ref(),
+            &metadata,
+            ResourceClient {
+                client_id,
+                client_secret: self.config.client_secret.as_deref(),
+            },
+            self.server.as_str(),
+            &scopes,
+        )
+        .await?;
+        self.keep_tokens(manager, metadata, client_id.to_owned(), tokens)
+            .await
+    }
+
+    /// Keeps tokens obtained outside rmcp's manager in the store, where the manager takes them
+    /// from. Without the time they were received: they are used until the server refuses them,
+    /// then the grant is made again (there is no refresh token to renew them with).
+    async fn keep_tokens(
+        &self,
+        mut manager: AuthorizationManager,
+        metadata: AuthorizationMetadata,
+        client_id: String,
+        tokens: OAuthTokenResponse,
+    ) -> Result<(), String> {
+        use oauth2::TokenResponse as _;
+        let issuer = metadata.issuer.clone();
+        let scopes = tokens
+            .scopes()
+            .map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect())
+            .unwrap_or_default();
+        let stored = StoredCredentials::new(client_id, Some(tokens), scopes, None)
+            .with_issuer(issuer.clone());
+        let slot = ServerSlot {
+            store: Arc::clone(&self.config.store),
+            server: self.server.to_string(),
+        };
+        rmcp::transport::auth::CredentialStore::save(&slot, stored)
             .await
             .map_err(|err| describe(&err))?;
+        manager.set_metadata(metadata);
         *self.issuer.lock().unwrap_or_else(PoisonError::into_inner) = issuer;
         *self.manager.lock().await = manager;
         Ok(())
@@ -339,13 +486,18 @@ impl OAuthSession {
             .resolve_metadata_from_challenge(Some(challenge))
             .await
             .map_err(|err| describe(&err))?;
-        if !found.source.is_discovered() {
-            return Err(format!(
-                "the server asks for authorization (WWW-Authenticate: {challenge}) but publishes no OAuth metadata (no protected resource metadata, no authorization server metadata): it may expect a token given another way (a bearer token or a header)"
-            ));
+        let discovered = found.source.is_discovered();
+        if !discovered {
+            // The 2025-03-26 revision's rule: without metadata, the default endpoints at the
+            // server's root (/authorize, /token, /register). A server that is not OAuth at all
+            // then fails at registration or at the token endpoint, reported with that.
+            tracing::debug!(
+                "{}: no OAuth metadata found; using the default endpoints of the 2025-03-26 revision",
+                self.server
+            );
         }
         let metadata = found.metadata;
-        if matches!(self.config.grant, Grant::AuthorizationCode(_)) {
+        if discovered && matches!(self.config.grant, Grant::AuthorizationCode(_)) {
             let offers_s256 = metadata
                 .code_challenge_methods_supported
                 .as_ref()
@@ -398,15 +550,46 @@ impl OAuthSession {
     }
 }
 
+/// rmcp's `exchange_client_credentials`, on a blocking thread of its own: with the
+/// `auth-client-credentials-jwt` feature its future is not `Send` (a form serializer held across
+/// an await in rmcp 3.11), and the transport's futures must be.
+async fn exchange_client_credentials(
+    manager: AuthorizationManager,
+    credentials: ClientCredentialsConfig,
+) -> Result<AuthorizationManager, String> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        runtime.block_on(async move {
+            manager
+                .exchange_client_credentials(&credentials)
+                .await
+                .map(|_| manager)
+        })
+    })
+    .await
+    .map_err(|err| format!("the token request stopped: {err}"))?
+    .map_err(|err| describe(&err))
+}
+
+fn rmcp_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
+    match algorithm {
+        SigningAlgorithm::Es256 => JwtSigningAlgorithm::ES256,
+        SigningAlgorithm::Es384 => JwtSigningAlgorithm::ES384,
+        SigningAlgorithm::Rs256 => JwtSigningAlgorithm::RS256,
+        SigningAlgorithm::Rs384 => JwtSigningAlgorithm::RS384,
+        SigningAlgorithm::Rs512 => JwtSigningAlgorithm::RS512,
+    }
+}
+
 async fn new_manager(
     config: &OAuthConfig,
     server: &Url,
-    fetcher: &Arc<dyn OAuthHttpClient>,
+    fetcher: &Arc<OAuthFetcher>,
 ) -> Result<AuthorizationManager, String> {
-    let mut manager =
-        AuthorizationManager::new_with_oauth_http_client(server.as_str(), Arc::clone(fetcher))
-            .await
-            .map_err(|err| describe(&err))?;
+    let http: Arc<dyn OAuthHttpClient> = Arc::clone(fetcher) as Arc<dyn OAuthHttpClient>;
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(server.as_str(), http)
+        .await
+        .map_err(|err| describe(&err))?;
     manager.set_credential_store(ServerSlot {
         store: Arc::clone(&config.store),
         server: server.to_string(),

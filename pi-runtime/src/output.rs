@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pi_tool::schemars::JsonSchema;
 use pi_tool::{
-    AgentTool, ArgumentValidator, CancellationToken, FnTool, ToolContext, ToolResult, ToolSpec,
+    AgentTool, ArgumentValidator, BoxFuture, CancellationToken, FnTool, ToolContext, ToolResult,
+    ToolSpec,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -24,7 +25,7 @@ use crate::message::{Message, StopReason};
 use crate::model::Model;
 use crate::output_format::OutputFormat;
 use crate::run_state::RunState;
-use crate::turn_hooks::FinishTurn;
+use crate::turn_hooks::{FinishTurn, TurnUpdate};
 
 /// How many times an invalid answer is sent back to the model by default.
 pub const DEFAULT_OUTPUT_RETRIES: u32 = 2;
@@ -350,6 +351,7 @@ where
         context: &mut AgentContext,
         config: &mut AgentLoopConfig,
     ) -> Result<(), OutputError> {
+        let mut kept = Kept::default();
         match self.mode {
             OutputMode::Tool => {
                 if context
@@ -363,9 +365,22 @@ where
                         self.spec.name
                     )));
                 }
-                context.tools.push(self.output_tool()?);
+                let tool = self.output_tool()?;
+                context.tools.push(Arc::clone(&tool));
+                kept.tool = Some(tool);
             }
-            _ => config.stream_options.output = Some(Arc::clone(&self.format)),
+            _ => {
+                config.stream_options.output = Some(Arc::clone(&self.format));
+                kept.format = Some(Arc::clone(&self.format));
+            }
+        }
+        // Hooks that replace the request options or the tools for the rest of the run (an
+        // `Agent`'s `set_tools` during a run among them) keep the format and the tool.
+        if let Some(hook) = config.prepare_next_turn.take() {
+            config.prepare_next_turn = Some(kept.clone().around(hook));
+        }
+        if let Some(hook) = config.prepare_request.take() {
+            config.prepare_request = Some(kept.around(hook));
         }
         // The configured hook decides first; the answer is judged only when it leaves the
         // turn to the loop.
@@ -419,6 +434,40 @@ where
         }
     }
 }
+
+/// What a typed run adds to every request, put back into the updates of the hooks that
+/// replace the request options or the tools.
+#[derive(Clone, Default)]
+struct Kept {
+    format: Option<Arc<OutputFormat>>,
+    tool: Option<Arc<dyn AgentTool>>,
+}
+
+impl Kept {
+    /// `hook`, with the format and the output tool kept in the updates it returns.
+    fn around<C: Send + 'static>(self, hook: UpdateHook<C>) -> UpdateHook<C> {
+        Arc::new(move |turn| {
+            let update = hook(turn);
+            let kept = self.clone();
+            Box::pin(async move { update.await.map(|update| kept.keep(update)) })
+        })
+    }
+
+    fn keep(&self, mut update: TurnUpdate) -> TurnUpdate {
+        if let (Some(options), Some(format)) = (&mut update.stream_options, &self.format) {
+            options.output = Some(Arc::clone(format));
+        }
+        if let (Some(tools), Some(tool)) = (&mut update.tools, &self.tool)
+            && !tools.iter().any(|t| t.spec().name == tool.spec().name)
+        {
+            tools.push(Arc::clone(tool));
+        }
+        update
+    }
+}
+
+/// `prepare_next_turn` and `prepare_request`: a hook whose update may replace parts of the run.
+type UpdateHook<C> = Arc<dyn Fn(C) -> BoxFuture<'static, Option<TurnUpdate>> + Send + Sync>;
 
 /// The answer inside a Markdown code fence, which models add even when asked for JSON.
 fn without_fence(text: &str) -> &str {

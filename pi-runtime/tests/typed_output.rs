@@ -571,3 +571,48 @@ async fn a_failed_model_and_a_taken_tool_name_are_typed_errors() {
     assert_eq!(model.calls(), 0, "nothing ran");
     assert!(!agent.is_running());
 }
+
+#[tokio::test]
+async fn hooks_that_replace_the_tools_or_the_options_keep_the_answers_tool_and_format() {
+    // The tools replaced after the first turn: the output tool stays offered.
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "lookup_weather", json!({"city": "Zürich"})),
+        call(
+            "c2",
+            "final_result",
+            json!({"city": "Zürich", "high_c": 21}),
+        ),
+    ]));
+    let config = AgentLoopConfig::new().prepare_next_turn(|_turn| async {
+        Some(pi_runtime::TurnUpdate::new().tools(registry().tools().cloned().collect()))
+    });
+    let forecast = agent_loop_output::<Forecast>(
+        vec![Message::user("Weather?")],
+        AgentContext::new("You forecast.").with_registry(registry()),
+        config,
+        model.clone(),
+        CancellationToken::new(),
+        OutputOptions::new(),
+    )
+    .unwrap()
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(forecast.high_c, 21);
+    assert_eq!(
+        model.requests()[1].tool_names(),
+        ["lookup_weather", "final_result"]
+    );
+
+    // The request options replaced before every request: the format stays in the body.
+    let server = Server::start(vec![completions_reply(Some(VALID), None)]).await;
+    let model = Arc::new(OpenAiCompletions::new("gpt-5").base_url(&server.url));
+    let config = AgentLoopConfig::new().prepare_request(|_request| async {
+        Some(pi_runtime::TurnUpdate::new().stream_options(StreamOptions::default()))
+    });
+    let agent = Agent::new(model).with_config(config);
+    let forecast: Forecast = agent.prompt_output("Weather?").await.unwrap();
+    assert_eq!(forecast.city, "Zürich");
+    let body = &server.seen()[0].body;
+    assert_eq!(body["response_format"]["type"], "json_schema", "{body:#}");
+}

@@ -52,6 +52,11 @@ impl Transcript {
         Arc::make_mut(&mut self.messages).push(message);
     }
 
+    /// Makes room for `additional` more messages (in place while no other view is alive).
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        Arc::make_mut(&mut self.messages).reserve(additional);
+    }
+
     /// Takes the messages out, leaving the transcript empty.
     pub(crate) fn take(&mut self) -> Vec<Arc<Message>> {
         std::mem::take(self).into_vec()

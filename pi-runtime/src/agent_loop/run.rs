@@ -271,6 +271,7 @@ impl Run {
         for result in &outcome.results {
             self.observe(result);
         }
+        self.transcript.reserve(outcome.results.len() + 1);
         self.transcript.extend(outcome.results.iter().cloned());
         self.new_messages.extend(outcome.results.iter().cloned());
         (outcome.results, !outcome.terminate, outcome.waiting)

@@ -333,3 +333,43 @@ impl OAuthConfig {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_secret_key_or_token_source_shows_in_debug() {
+        let pem = "-----BEGIN PRIVATE KEY-----\nSECRETKEYMATERIAL\n-----END PRIVATE KEY-----";
+        let keyed =
+            OAuthConfig::client_credentials_private_key("svc", pem, SigningAlgorithm::Es256);
+        let shown = format!("{keyed:?}");
+        assert!(!shown.contains("SECRETKEYMATERIAL"), "{shown}");
+        assert!(shown.contains("private_key_jwt"), "{shown}");
+        let secret = format!(
+            "{:?}",
+            OAuthConfig::client_credentials("svc", "the-secret-value")
+                .client_secret("other-secret")
+        );
+        assert!(
+            !secret.contains("secret-value") && !secret.contains("other-secret"),
+            "{secret}"
+        );
+        let idp = IdentityProvider::new("https://idp", "https://idp/token", "app", || async {
+            Ok::<_, AuthorizeError>("id-token-value".to_owned())
+        })
+        .client_secret("idp-secret");
+        let enterprise = format!(
+            "{:?}",
+            OAuthConfig::enterprise(idp).client_secret("as-secret")
+        );
+        for hidden in ["id-token-value", "idp-secret", "as-secret"] {
+            assert!(!enterprise.contains(hidden), "{enterprise}");
+        }
+        assert_eq!(
+            SigningAlgorithm::from_name("es256"),
+            Some(SigningAlgorithm::Es256)
+        );
+        assert_eq!(SigningAlgorithm::from_name("HS256"), None);
+    }
+}

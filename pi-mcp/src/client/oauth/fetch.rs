@@ -377,4 +377,123 @@ mod tests {
         assert!(allowed.allows("10.0.0.9".parse().unwrap()));
         assert!(!allowed.allows("127.0.0.1".parse().unwrap()));
     }
+
+    /// A token endpoint on 127.0.0.1 that demands the nonce `n-1` (RFC 9449 section 8) and
+    /// answers a proof carrying it with `token_type`; every proof it got, decoded.
+    #[cfg(feature = "jwt")]
+    async fn nonce_demanding_token_endpoint(
+        token_type: Option<&'static str>,
+    ) -> (String, Arc<std::sync::Mutex<Vec<serde_json::Value>>>) {
+        use axum::http::{HeaderMap, StatusCode};
+        let proofs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&proofs);
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move |headers: HeaderMap| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let proof = headers["dpop"].to_str().unwrap().to_owned();
+                    let payload = proof.split('.').nth(1).unwrap().to_owned();
+                    use base64::Engine as _;
+                    let claims: serde_json::Value = serde_json::from_slice(
+                        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                            .decode(payload)
+                            .unwrap(),
+                    )
+                    .unwrap();
+                    let has_nonce = claims["nonce"] == "n-1";
+                    seen.lock().unwrap().push(claims);
+                    match token_type.filter(|_| has_nonce) {
+                        Some(token_type) => (
+                            StatusCode::OK,
+                            [("DPoP-Nonce", "n-1")],
+                            format!(r#"{{"access_token":"at","token_type":"{token_type}"}}"#),
+                        ),
+                        None => (
+                            StatusCode::BAD_REQUEST,
+                            [("DPoP-Nonce", "n-1")],
+                            r#"{"error":"use_dpop_nonce"}"#.to_owned(),
+                        ),
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/token", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, proofs)
+    }
+
+    #[cfg(feature = "jwt")]
+    fn token_request(url: &str) -> http::Request<Vec<u8>> {
+        http::Request::builder()
+            .method("POST")
+            .uri(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(b"grant_type=client_credentials&scope=a".to_vec())
+            .unwrap()
+    }
+
+    #[cfg(feature = "jwt")]
+    #[tokio::test]
+    async fn a_token_request_is_sent_again_with_the_nonce_the_server_demands() {
+        let (url, proofs) = nonce_demanding_token_endpoint(Some("DPoP")).await;
+        let key = Arc::new(super::super::dpop::DpopKey::generate().unwrap());
+        let fetcher = OAuthFetcher::new(&Url::parse(&url).unwrap(), false)
+            .unwrap()
+            .with_dpop(Arc::clone(&key));
+        let answer = fetcher.send(token_request(&url), false).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let proofs = proofs.lock().unwrap().clone();
+        assert_eq!(proofs.len(), 2, "{proofs:?}");
+        assert!(proofs[0].get("nonce").is_none());
+        assert_eq!(proofs[1]["nonce"], "n-1");
+        assert_eq!(proofs[1]["htm"], "POST");
+        assert_eq!(proofs[1]["htu"], url.as_str());
+        assert_ne!(proofs[0]["jti"], proofs[1]["jti"]);
+        assert!(key.is_bound(), "a DPoP token is bound to the key");
+    }
+
+    #[cfg(feature = "jwt")]
+    #[tokio::test]
+    async fn a_nonce_the_server_refuses_again_is_not_tried_twice() {
+        // The server keeps demanding the nonce it already got: one retry, then its answer.
+        let (url, proofs) = nonce_demanding_token_endpoint(None).await;
+        let key = Arc::new(super::super::dpop::DpopKey::generate().unwrap());
+        let fetcher = OAuthFetcher::new(&Url::parse(&url).unwrap(), false)
+            .unwrap()
+            .with_dpop(Arc::clone(&key));
+        let answer = fetcher.send(token_request(&url), false).await.unwrap();
+        assert_eq!(answer.status(), 400);
+        assert_eq!(proofs.lock().unwrap().len(), 2);
+        let again = fetcher.send(token_request(&url), false).await.unwrap();
+        assert_eq!(again.status(), 400);
+        assert_eq!(
+            proofs.lock().unwrap().len(),
+            3,
+            "the known nonce is not retried"
+        );
+        assert!(!key.is_bound());
+    }
+
+    #[cfg(feature = "jwt")]
+    #[tokio::test]
+    async fn a_bearer_token_is_not_bound_and_other_requests_carry_no_proof() {
+        let (url, proofs) = nonce_demanding_token_endpoint(Some("Bearer")).await;
+        let key = Arc::new(super::super::dpop::DpopKey::generate().unwrap());
+        let fetcher = OAuthFetcher::new(&Url::parse(&url).unwrap(), false)
+            .unwrap()
+            .with_dpop(Arc::clone(&key));
+        fetcher.send(token_request(&url), false).await.unwrap();
+        assert!(!key.is_bound(), "the server issued a bearer token");
+        let registration = http::Request::builder()
+            .method("POST")
+            .uri(&url)
+            .header("content-type", "application/json")
+            .body(b"{}".to_vec())
+            .unwrap();
+        assert!(!is_token_request(&registration));
+        assert!(is_token_request(&token_request(&url)));
+        assert_eq!(proofs.lock().unwrap().len(), 2);
+    }
 }

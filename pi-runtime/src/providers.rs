@@ -1,5 +1,6 @@
 //! Real model APIs: OpenAI Chat Completions (and every OpenAI-compatible server), OpenAI
-//! Responses, Anthropic Messages, Google Generative AI, Mistral, and Azure OpenAI.
+//! Responses, Anthropic Messages, Google Generative AI, Mistral, Azure OpenAI, and Google
+//! Vertex AI (Gemini and Claude; signing in needs the `vertex` feature).
 //!
 //! Each provider is a [`Model`](crate::Model) with a builder (base URL, key, timeouts, retries,
 //! headers). The wire formats, the schema lowering, the stream decoders and the incremental
@@ -35,6 +36,8 @@ mod decode;
 mod entra_id;
 mod env;
 mod google;
+#[cfg(feature = "vertex")]
+mod google_auth;
 #[cfg(feature = "http")]
 mod http;
 mod lowering;
@@ -49,7 +52,9 @@ mod settings;
 #[cfg(feature = "http")]
 mod sign_in;
 mod sse;
+mod strict_fallback;
 mod transform;
+mod vertex;
 
 pub use anthropic::AnthropicMessages;
 pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
@@ -59,6 +64,8 @@ pub use entra_id::{EntraTokenProvider, StaticToken, TokenFuture, TokenResult};
 pub use env::from_env;
 pub use env::{MissingKey, Selection, select_from_env};
 pub use google::GoogleGenerativeAi;
+#[cfg(feature = "vertex")]
+pub use google_auth::{ApplicationDefaultCredentials, GoogleTokenProvider};
 #[cfg(feature = "http")]
 pub use http::{USER_AGENT, ensure_crypto_provider};
 pub use lowering::{CompatibilityReport, Lowered, SchemaMode, SchemaProblem, lower_schema};
@@ -68,6 +75,8 @@ pub use openai_responses::OpenAiResponses;
 pub use option_conflicts::OptionConflict;
 pub use partial_json::PartialJson;
 pub use sse::{SseDecoder, SseEvent};
+pub use strict_fallback::{StrictFallback, StrictPreference, StrictTools};
+pub use vertex::{VertexAnthropic, VertexGemini};
 
 use pi_tool::Content;
 use serde_json::Value;

@@ -219,7 +219,7 @@ impl AnthropicMessages {
         }
     }
 
-    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+    pub(crate) fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(AnthropicDecoder::default())
     }
 }
@@ -346,7 +346,7 @@ fn anthropic_tool(spec: &ToolSpec, options: &StreamOptions, rules: ToolRules) ->
 /// The betas a body's tools need (`anthropic-beta`, comma-separated): tool search and
 /// examples, strict tools, unbuffered argument streaming.
 #[cfg(feature = "http")]
-fn betas(body: &Value) -> Vec<&'static str> {
+pub(crate) fn betas(body: &Value) -> Vec<&'static str> {
     let tools = body["tools"]
         .as_array()
         .map(Vec::as_slice)
@@ -741,12 +741,21 @@ impl crate::model::Model for AnthropicMessages {
             }
             None => Err(super::missing_key_message(&self.settings)),
         };
-        super::http::stream(
-            &self.client,
-            &self.settings,
+        super::strict_fallback::stream(
+            &self.settings.strict_tools,
+            super::strict_fallback::Dialect::Anthropic,
             request,
-            self.decoder(),
+            context.tools,
             options,
+            move |request| {
+                super::http::stream(
+                    &self.client,
+                    &self.settings,
+                    request,
+                    self.decoder(),
+                    options,
+                )
+            },
         )
     }
 }

@@ -61,7 +61,18 @@ impl GoogleGenerativeAi {
 
     /// The JSON body this model would send for a context: for tests and debugging.
     pub fn request_body(&self, context: Context<'_>, options: &StreamOptions) -> Value {
-        let target = self.settings.target(Self::API, IdRule::Sanitize64);
+        self.request_body_as(Self::API, context, options)
+    }
+
+    /// The body as sent by a model of `api` (Gemini on Vertex): earlier answers of that API
+    /// are replayed with their signatures.
+    pub(crate) fn request_body_as(
+        &self,
+        api: &'static str,
+        context: Context<'_>,
+        options: &StreamOptions,
+    ) -> Value {
+        let target = self.settings.target(api, IdRule::Sanitize64);
         let mut contents: Vec<Value> = Vec::new();
         let mut responses: Vec<Value> = Vec::new();
         let mut result_images: Vec<Value> = Vec::new();
@@ -161,7 +172,7 @@ impl GoogleGenerativeAi {
         Value::Object(body)
     }
 
-    fn wire_decoder(&self) -> Box<dyn WireDecoder> {
+    pub(crate) fn wire_decoder(&self) -> Box<dyn WireDecoder> {
         Box::new(GoogleDecoder::default())
     }
 }

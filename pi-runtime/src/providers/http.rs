@@ -26,7 +26,7 @@ pub const USER_AGENT: &str = concat!("pi-tool/", env!("CARGO_PKG_VERSION"));
 pub(crate) const ABORTED: &str = "Request was aborted";
 
 /// One request, ready to send.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct WireRequest {
     pub(crate) url: String,
     pub(crate) headers: Vec<(String, String)>,
@@ -83,7 +83,7 @@ pub fn ensure_crypto_provider() {
     }
 }
 
-fn build_client(settings: &Settings) -> Result<reqwest::Client, String> {
+pub(crate) fn build_client(settings: &Settings) -> Result<reqwest::Client, String> {
     // The provider passed explicitly, so this client does not depend on which default a user
     // installed (and installs none).
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());

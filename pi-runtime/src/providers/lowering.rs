@@ -172,6 +172,9 @@ pub struct CompatibilityReport {
     /// The tool's name.
     pub tool: String,
     modes: Vec<(SchemaMode, Vec<SchemaProblem>)>,
+    /// The API's refusal after which the tool is sent without `strict` (see
+    /// [`StrictTools::report`](super::StrictTools::report)).
+    strict_fallback: Option<String>,
 }
 
 impl CompatibilityReport {
@@ -183,7 +186,20 @@ impl CompatibilityReport {
                 .iter()
                 .map(|&mode| (mode, lower_schema(&spec.parameters, mode).problems))
                 .collect(),
+            strict_fallback: None,
         }
+    }
+
+    /// The report of a tool an API refused strict: `refusal` is the API's message.
+    pub(crate) fn with_strict_fallback(mut self, refusal: String) -> Self {
+        self.strict_fallback = Some(refusal);
+        self
+    }
+
+    /// The API's refusal after which this tool is sent without `strict` in its session, when
+    /// that happened ([`StrictTools::report`](super::StrictTools::report) fills it in).
+    pub fn strict_fallback(&self) -> Option<&str> {
+        self.strict_fallback.as_deref()
     }
 
     /// Whether the schema qualifies for `mode`.
@@ -218,6 +234,12 @@ impl fmt::Display for CompatibilityReport {
                     write!(f, "\n    - {problem}")?;
                 }
             }
+        }
+        if let Some(refusal) = &self.strict_fallback {
+            write!(
+                f,
+                "\n  sent without strict in this session: the API refused strict tools ({refusal})"
+            )?;
         }
         Ok(())
     }

@@ -680,12 +680,21 @@ impl crate::model::Model for OpenAiCompletions {
             "/chat/completions",
             self.request_body(context, options),
         );
-        super::http::stream(
-            &self.client,
-            &self.settings,
+        super::strict_fallback::stream(
+            &self.settings.strict_tools,
+            super::strict_fallback::Dialect::OpenAiCompletions,
             request,
-            self.decoder(),
+            context.tools,
             options,
+            move |request| {
+                super::http::stream(
+                    &self.client,
+                    &self.settings,
+                    request,
+                    self.decoder(),
+                    options,
+                )
+            },
         )
     }
 }

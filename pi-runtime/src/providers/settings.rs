@@ -36,6 +36,8 @@ pub(crate) struct Settings {
     pub(crate) images: bool,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) max_argument_bytes: usize,
+    /// Which tools must stay strict, and what fell back per session.
+    pub(crate) strict_tools: super::strict_fallback::StrictTools,
 }
 
 /// Like the derived `Debug`, with the key and header values hidden (a logged model must not
@@ -57,6 +59,7 @@ impl std::fmt::Debug for Settings {
             .field("images", &self.images)
             .field("max_tokens", &self.max_tokens)
             .field("max_argument_bytes", &self.max_argument_bytes)
+            .field("strict_tools", &self.strict_tools)
             .finish()
     }
 }
@@ -93,6 +96,7 @@ impl Settings {
             images: true,
             max_tokens: None,
             max_argument_bytes: pi_tool::DEFAULT_MAX_ARGUMENT_BYTES,
+            strict_tools: Default::default(),
         }
     }
 
@@ -205,6 +209,20 @@ macro_rules! settings_builder {
             pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
                 self.settings.max_argument_bytes = bytes;
                 self
+            }
+
+            /// Which tools must stay strict when the API refuses strict tools (every other tool
+            /// is sent once more without `strict`, and from then on in that session); the
+            /// value is shared, so a clone kept by the caller tells what fell back
+            /// ([`StrictTools::fallback`]($crate::providers::StrictTools::fallback)).
+            pub fn strict_tools(mut self, policy: $crate::providers::StrictTools) -> Self {
+                self.settings.strict_tools = policy;
+                self
+            }
+
+            /// This model's strict-tool policy and what fell back per session.
+            pub fn strict_tools_policy(&self) -> &$crate::providers::StrictTools {
+                &self.settings.strict_tools
             }
 
             /// A decoder for this provider's response stream: bytes in, events out.

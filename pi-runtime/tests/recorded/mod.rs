@@ -310,7 +310,7 @@ fn read_body(path: &Path) -> Vec<u8> {
 
 /// Zeroes timestamps and the time part of ids generated for Gemini calls without one
 /// (`<name>_<ms>_<n>`), so that two decodes compare equal.
-fn normalize(event: AssistantEvent) -> AssistantEvent {
+pub fn normalize(event: AssistantEvent) -> AssistantEvent {
     fn id(id: &mut String) {
         let mut parts: Vec<&str> = id.rsplitn(3, '_').collect();
         if parts.len() == 3 && parts[1].len() >= 12 && parts[1].bytes().all(|b| b.is_ascii_digit())

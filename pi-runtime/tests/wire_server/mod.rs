@@ -67,6 +67,8 @@ pub struct Seen {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body as sent (a form, or bytes that are not JSON).
+    pub raw: Vec<u8>,
 }
 
 impl Seen {
@@ -154,6 +156,7 @@ async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>
         target,
         headers,
         body,
+        raw: buffer[head_end..].to_vec(),
     });
 
     let mut response = format!(

@@ -14,7 +14,7 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::Approval;
+use crate::approval::{self, Approval, refusing_approver};
 use crate::driver::drive;
 use crate::durable_model::DurableModel;
 use crate::durable_tool::{CallScope, DurableTool};
@@ -129,14 +129,19 @@ impl PiSession {
 
     /// The loop's configuration (execution mode, `max_parallel`, stream options, hooks).
     /// Hooks run again on replay, so they must be deterministic; `before_tool_call` is
-    /// replaced by the approval hook when [`with_approval`](Self::with_approval) is set.
+    /// replaced by the approval's rule when [`with_approval`](Self::with_approval) is given one
+    /// ([`Approval::new`]), and the approver by the awakeables of an approval.
     #[must_use]
     pub fn with_config(mut self, config: AgentLoopConfig) -> Self {
         self.setup_mut().config = config;
         self
     }
 
-    /// Asks a human before the calls `approval` selects.
+    /// Asks a human, through a Restate awakeable, before each call that waits: a call of a
+    /// tool marked as needing approval (`#[tool(approval)]`, `approval = path`,
+    /// `ToolRegistry::require_approval`), one `before_tool_call` suspends, an external tool's
+    /// call, and those `approval`'s own rule selects. Without an approval such calls are
+    /// refused with an error result that says so.
     #[must_use]
     pub fn with_approval(mut self, approval: Approval) -> Self {
         self.setup_mut().approval = Some(approval);
@@ -175,8 +180,19 @@ impl PiSession {
         // journaled like any result); the loop must not race it with a second one outside. A
         // remote tool's timeout is its tool service's.
         config.tool_timeout = None;
-        if let Some(approval) = &setup.approval {
-            config.before_tool_call = Some(approval.hook(journal.clone(), Arc::clone(&session_id)));
+        // Calls that wait (the common approval marks, external tools, the session's own rule)
+        // wait on awakeables; without an `Approval` nobody would hear of one, so they are
+        // refused, unless the config brings an approver of its own.
+        match &setup.approval {
+            Some(approval) => {
+                if let Some(rule) = approval.rule_hook() {
+                    config.before_tool_call = Some(rule);
+                }
+                config.approver = Some(approval.approver(journal.clone(), Arc::clone(&session_id)));
+                config.approval_timeout = approval::TIMEOUT;
+            }
+            None if config.approver.is_none() => config.approver = Some(refusing_approver()),
+            None => {}
         }
         if setup.steering {
             let journal = journal.clone();

@@ -596,6 +596,19 @@ impl Agent {
     /// A refused resume changes nothing (the agent's transcript included) and comes back with
     /// its reason; a running agent refuses with [`ResumeError::AgentBusy`](crate::ResumeError::AgentBusy).
     pub async fn resume(&self, resume: Resume) -> Result<(), ResumeRefused> {
+        self.resume_adjusted(resume, |_, _, _| Ok::<(), std::convert::Infallible>(()))
+            .await
+            .map(|_| ())
+    }
+
+    /// [`resume`](Self::resume), with the run's context and configuration adjusted before it
+    /// starts (see [`resume_output`](Self::resume_output)); an adjustment that fails starts
+    /// nothing and drops the resume unchanged.
+    pub(crate) async fn resume_adjusted<E>(
+        &self,
+        resume: Resume,
+        adjust: impl FnOnce(&mut AgentContext, &mut AgentLoopConfig, &dyn Model) -> Result<(), E>,
+    ) -> Result<Result<(), E>, ResumeRefused> {
         let (signal, stream) = {
             let mut state = self.state();
             if state.is_running {
@@ -606,7 +619,17 @@ impl Agent {
             }
             let messages = resume.state().messages.clone();
             let system_prompt = resume.state().system_prompt.clone();
-            let start = self.begin(&mut state, None);
+            let mut start = self.begin(&mut state, None);
+            if let Err(error) = adjust(&mut start.context, &mut start.config, start.model.as_ref())
+            {
+                drop(state);
+                // Marks the agent idle again.
+                drop(RunGuard {
+                    inner: Arc::clone(&self.inner),
+                    signal: start.signal,
+                });
+                return Ok(Err(error));
+            }
             let stream = agent_loop_resume(
                 resume,
                 start.context,
@@ -632,7 +655,7 @@ impl Agent {
             }
         };
         self.drive_stream(signal, Ok(stream)).await;
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Marks the agent running and snapshots what the run needs (under the state lock, so two

@@ -20,7 +20,7 @@ pub use message::{
 pub use model::{AssistantEvent, Context, Model, StreamOptions, ThinkingLevel, ToolChoice};
 pub use output::{
     DEFAULT_OUTPUT_RETRIES, DEFAULT_OUTPUT_TOOL, OutputError, OutputMode, OutputOptions,
-    OutputStream, agent_loop_output,
+    OutputStream, agent_loop_output, agent_loop_resume_output,
 };
 pub use output_format::OutputFormat;
 pub use pi_tool::WaitKind;

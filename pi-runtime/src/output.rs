@@ -18,7 +18,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentError, Prompt};
-use crate::agent_loop::{AgentContext, AgentStream, agent_loop};
+use crate::agent_loop::{
+    AgentContext, AgentStream, Resume, ResumeRefused, agent_loop, agent_loop_resume,
+};
 use crate::config::{AgentLoopConfig, TurnEndContext};
 use crate::event::AgentEvent;
 use crate::message::{Message, StopReason};
@@ -141,9 +143,9 @@ pub enum OutputError {
     /// The model's request failed or was aborted (its error message).
     #[error("the model failed before it answered: {0}")]
     Model(String),
-    /// The run paused on calls that wait for a decision. The state resumes as any paused
-    /// run ([`Agent::resume`], [`agent_loop_resume`](crate::agent_loop_resume)); the resumed
-    /// run is not typed (its answer is the last message's text).
+    /// The run paused on calls that wait for a decision: decide them in the state and resume
+    /// it typed ([`Agent::resume_output`], [`agent_loop_resume_output`]), here or in another
+    /// process.
     #[error("the run paused on calls that wait for a decision")]
     Paused(Box<RunState>),
     /// The run ended without an answer: a hook ended it, or a batch's results asked to stop.
@@ -153,6 +155,10 @@ pub enum OutputError {
     /// valid tool name.
     #[error("the output tool cannot be offered: {0}")]
     OutputTool(String),
+    /// The resume was refused (see [`agent_loop_resume`](crate::agent_loop_resume)); it
+    /// comes back unchanged.
+    #[error(transparent)]
+    Resume(Box<ResumeRefused>),
     /// The agent could not start the run (one is running already).
     #[error(transparent)]
     Agent(#[from] AgentError),
@@ -589,6 +595,33 @@ where
     Ok(OutputStream { stream, expected })
 }
 
+/// [`agent_loop_resume`](crate::agent_loop_resume) for a typed answer: a typed run that paused
+/// on calls that wait ([`OutputError::Paused`]) goes on, once they are decided, and ends with
+/// its `T` (the refused answers are counted again from zero).
+///
+/// # Errors
+///
+/// [`OutputError::Resume`] when the resume is refused (it comes back unchanged);
+/// [`OutputError::OutputTool`] when the output tool's name is taken (the resume is dropped
+/// unchanged: nothing ran).
+pub fn agent_loop_resume_output<T>(
+    resume: Resume,
+    mut context: AgentContext,
+    mut config: AgentLoopConfig,
+    model: Arc<dyn Model>,
+    signal: CancellationToken,
+    options: OutputOptions,
+) -> Result<OutputStream<T>, OutputError>
+where
+    T: JsonSchema + DeserializeOwned + Send + 'static,
+{
+    let expected = Arc::new(Expected::<T>::new(&options, model.as_ref()));
+    expected.install(&mut context, &mut config)?;
+    let stream = agent_loop_resume(resume, context, config, model, signal)
+        .map_err(|refused| OutputError::Resume(Box::new(refused)))?;
+    Ok(OutputStream { stream, expected })
+}
+
 impl Agent {
     /// [`prompt`](Self::prompt) for a typed answer: the run may call every tool and ends with
     /// a `T`, asked for with the API's own structured output where the model has it with
@@ -628,6 +661,50 @@ impl Agent {
             Ok::<(), OutputError>(())
         })
         .await??;
+        let Some(expected) = expected else {
+            return Err(OutputError::NoAnswer);
+        };
+        expected.conclude(self.error(), self.take_paused())
+    }
+
+    /// [`resume`](Self::resume) for a typed answer: a typed run that paused on calls that wait
+    /// ([`OutputError::Paused`] holds its state) goes on once they are decided, and ends with
+    /// its `T`.
+    ///
+    /// # Errors
+    ///
+    /// As [`prompt_output`](Self::prompt_output); a refused resume comes back in
+    /// [`OutputError::Resume`].
+    pub async fn resume_output<T>(&self, resume: Resume) -> Result<T, OutputError>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        self.resume_output_with(resume, OutputOptions::new()).await
+    }
+
+    /// [`resume_output`](Self::resume_output) with options (give the ones the run was started
+    /// with).
+    ///
+    /// # Errors
+    ///
+    /// As [`resume_output`](Self::resume_output).
+    pub async fn resume_output_with<T>(
+        &self,
+        resume: Resume,
+        options: OutputOptions,
+    ) -> Result<T, OutputError>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        let mut expected = None;
+        self.resume_adjusted(resume, |context, config, model| {
+            let answer = Arc::new(Expected::<T>::new(&options, model));
+            answer.install(context, config)?;
+            expected = Some(answer);
+            Ok::<(), OutputError>(())
+        })
+        .await
+        .map_err(|refused| OutputError::Resume(Box::new(refused)))??;
         let Some(expected) = expected else {
             return Err(OutputError::NoAnswer);
         };

@@ -616,3 +616,99 @@ async fn hooks_that_replace_the_tools_or_the_options_keep_the_answers_tool_and_f
     let body = &server.seen()[0].body;
     assert_eq!(body["response_format"]["type"], "json_schema", "{body:#}");
 }
+
+/// Refund an order; a manager approves each refund.
+#[tool(approval)]
+async fn refund(order: u32) -> String {
+    format!("refunded order {order}")
+}
+
+/// The typed answer of a refund run.
+#[derive(Debug, PartialEq, serde::Deserialize, pi_tool::schemars::JsonSchema)]
+#[schemars(crate = "pi_tool::schemars")]
+struct Receipt {
+    order: u32,
+    refunded: bool,
+}
+
+#[tokio::test]
+async fn a_typed_run_that_waits_for_approval_resumes_typed() {
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "refund", json!({"order": 7})),
+        call("c2", "final_result", json!({"order": 7, "refunded": true})),
+    ]));
+    let agent = Agent::new(model.clone()).with_tools(ToolRegistry::new().with(RefundTool));
+    let error = agent
+        .prompt_output::<Receipt>("Refund order 7")
+        .await
+        .unwrap_err();
+    let OutputError::Paused(mut state) = error else {
+        panic!("expected Paused, got {error:?}");
+    };
+    assert_eq!(state.waiting()[0].tool, "refund");
+    state.approve("c1").unwrap();
+
+    let receipt: Receipt = agent
+        .resume_output(pi_runtime::Resume::new(*state))
+        .await
+        .unwrap();
+    assert_eq!(
+        receipt,
+        Receipt {
+            order: 7,
+            refunded: true
+        }
+    );
+    let requests = model.requests();
+    assert_eq!(requests[1].tool_names(), ["refund", "final_result"]);
+    assert!(requests[1].messages.iter().any(|m| {
+        m.as_tool_result()
+            .is_some_and(|r| r.text() == "refunded order 7")
+    }));
+}
+
+#[tokio::test]
+async fn agent_loop_resume_output_resumes_a_paused_typed_run_in_a_fresh_context() {
+    let context =
+        || AgentContext::new("You refund.").with_registry(ToolRegistry::new().with(RefundTool));
+    let model = Arc::new(ScriptedModel::new([call(
+        "c1",
+        "refund",
+        json!({"order": 7}),
+    )]));
+    let run = agent_loop_output::<Receipt>(
+        vec![Message::user("Refund order 7")],
+        context(),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+        OutputOptions::new(),
+    )
+    .unwrap();
+    let Err(OutputError::Paused(mut state)) = run.output().await else {
+        panic!("the refund waits");
+    };
+    // Stored and loaded again, as another process would.
+    let json = serde_json::to_string(&state).unwrap();
+    *state = serde_json::from_str(&json).unwrap();
+    state.deny("c1", "not this one").unwrap();
+
+    let model = Arc::new(ScriptedModel::new([call(
+        "c2",
+        "final_result",
+        json!({"order": 7, "refunded": false}),
+    )]));
+    let receipt = pi_runtime::agent_loop_resume_output::<Receipt>(
+        pi_runtime::Resume::new(*state),
+        context(),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+        OutputOptions::new(),
+    )
+    .unwrap()
+    .output()
+    .await
+    .unwrap();
+    assert!(!receipt.refunded);
+}

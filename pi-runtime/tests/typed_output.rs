@@ -27,7 +27,7 @@ const OPENAI_CHAT: RequestType = RequestType {
     marker: "openai/resources/chat/completions/completions.d.ts",
 };
 
-/// Gemini's generation config (`@google/genai`): where the response schema goes.
+/// Gemini's generation config (`@google/genai` 1.52.0): where the response schema goes.
 const GEMINI_GENERATION: RequestType = RequestType {
     module: "@google/genai",
     name: "GenerationConfig",

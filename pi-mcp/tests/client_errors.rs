@@ -112,3 +112,76 @@ async fn what_a_variable_expands_to_appears_in_no_message() {
     let shown = format!("{config:?}");
     assert!(shown.contains(r#"headers: ["X-Key"]"#), "{shown}");
 }
+
+/// Never shows a page: the tests below must fail before a user would be asked.
+struct NoBrowser;
+
+impl pi_mcp::Authorizer for NoBrowser {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".to_owned()
+    }
+
+    fn authorize(
+        &self,
+        prompt: pi_mcp::AuthorizationPrompt,
+    ) -> pi_tool::BoxFuture<'_, Result<String, pi_mcp::AuthorizeError>> {
+        panic!("the user was sent to {}", prompt.url)
+    }
+}
+
+/// A server that answers 401 to MCP requests and 404 to everything else: no OAuth metadata, no
+/// default endpoints. Counts the requests to `/register`.
+async fn server_without_oauth() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::http::{StatusCode, Uri};
+    let registrations = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&registrations);
+    let app = axum::Router::new()
+        .route(
+            "/mcp",
+            axum::routing::any(|| async {
+                (
+                    StatusCode::UNAUTHORIZED,
+                    [("WWW-Authenticate", "Bearer realm=\"mcp\"")],
+                )
+            }),
+        )
+        .fallback(move |uri: Uri| {
+            let counted = std::sync::Arc::clone(&counted);
+            async move {
+                if uri.path() == "/register" {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                StatusCode::NOT_FOUND
+            }
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, registrations)
+}
+
+#[tokio::test]
+async fn a_server_without_oauth_metadata_is_tried_at_the_default_endpoints_then_named() {
+    let (url, registrations) = server_without_oauth().await;
+    let err = pi_mcp::McpClient::http(&url)
+        .oauth(pi_mcp::OAuthConfig::new(NoBrowser))
+        .connect_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    eprintln!("{text}");
+    plain_words(&text);
+    assert_eq!(
+        registrations.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "registration at the 2025-03-26 default endpoint: {text}"
+    );
+    for said in [
+        "publishes no OAuth metadata",
+        "2025-03-26",
+        "a bearer token or a header",
+    ] {
+        assert!(text.contains(said), "{said:?} not in: {text}");
+    }
+}

@@ -2,7 +2,7 @@
 //! the token exchange, refresh) and `AuthClient` (the bearer token on every request): what
 //! happens on a 401 or a 403 `insufficient_scope`.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 
 use reqwest::Url;
@@ -79,6 +79,8 @@ pub(crate) struct OAuthSession {
     generation: AtomicU64,
     signing_in: Mutex<()>,
     in_a_row: AtomicU32,
+    /// Whether the last discovery found no metadata (the 2025-03-26 default endpoints).
+    without_metadata: AtomicBool,
     issuer: StdMutex<Option<String>>,
     waits: Arc<UserWaits>,
 }
@@ -143,6 +145,7 @@ impl OAuthSession {
             generation: AtomicU64::new(0),
             signing_in: Mutex::new(()),
             in_a_row: AtomicU32::new(0),
+            without_metadata: AtomicBool::new(false),
             issuer: StdMutex::new(issuer),
             waits,
         });
@@ -172,6 +175,21 @@ impl OAuthSession {
                 "gave up after {MAX_SIGN_INS_IN_A_ROW} sign-ins in a row that the server still refused"
             ));
         }
+        self.without_metadata.store(false, Ordering::Release);
+        if let Err(reason) = self.sign_in_for(refusal).await {
+            if self.without_metadata.load(Ordering::Acquire) {
+                return Err(format!(
+                    "the server publishes no OAuth metadata (no protected resource metadata, no authorization server metadata), and signing in at the default endpoints of the 2025-03-26 revision (/authorize, /token, /register at its root) failed: {reason}. It may expect a token given another way (a bearer token or a header)"
+                ));
+            }
+            return Err(reason);
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// The sign-in the grant makes for this refusal.
+    async fn sign_in_for(&self, refusal: &Refusal) -> Result<(), String> {
         match (&self.config.grant, refusal) {
             (
                 Grant::ClientCredentials {
@@ -211,7 +229,6 @@ impl OAuthSession {
                 self.step_up(authorizer, challenge, &scope).await?;
             }
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -487,6 +504,7 @@ impl OAuthSession {
             .await
             .map_err(|err| describe(&err))?;
         let discovered = found.source.is_discovered();
+        self.without_metadata.store(!discovered, Ordering::Release);
         if !discovered {
             // The 2025-03-26 revision's rule: without metadata, the default endpoints at the
             // server's root (/authorize, /token, /register). A server that is not OAuth at all

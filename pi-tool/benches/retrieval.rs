@@ -2,14 +2,20 @@
 //! gold tool among the first 1, 5 and 10 that [`ToolSearch`] ranks, per category, beside a plain
 //! textbook BM25 over the same tools computed in the same run.
 //!
-//! The data set is not in the repository. Convert MetaTool's ToolE set with
-//! `pi-tool/benches/retrieval/convert.py` into a folder outside it, then:
+//! The data sets are not in the repository. Convert MetaTool's ToolE set with
+//! `pi-tool/benches/retrieval/convert.py`, or ToolLens (ToolBench's real APIs, questions needing
+//! two or three of them) with `pi-tool/benches/retrieval/convert_toollens.py`, into a folder
+//! outside it, then:
 //!
 //! ```text
 //! PI_RETRIEVAL_DATA=/work/data/metatool cargo bench -p pi-tool --bench retrieval
+//! PI_RETRIEVAL_DATA=/work/data/toollens cargo bench -p pi-tool --bench retrieval
 //! ```
 //!
-//! Without `PI_RETRIEVAL_DATA` it says so and measures nothing (CI does not run it).
+//! Without `PI_RETRIEVAL_DATA` it says so and measures nothing (CI does not run it). With
+//! `PI_RETRIEVAL_MISSES=1` it also prints each question whose gold tools are not all in the top
+//! 5, with them and the top 5, to stderr (`MISS\tquestion\tgold\ttop 5`): what to read before
+//! changing the ranking.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -142,11 +148,18 @@ impl PlainBm25 {
 struct Hits {
     questions: usize,
     at: [usize; 3],
+    /// Gold tools asked for, and how many of them were in the top 5 (recall at 5: a question
+    /// needing three tools with two found counts two thirds, not nothing).
+    gold: usize,
+    gold_in_top_5: usize,
 }
 
 impl Hits {
     fn add(&mut self, ranked: &[&str], gold: &[String]) {
         self.questions += 1;
+        self.gold += gold.len();
+        let top_5 = &ranked[..ranked.len().min(5)];
+        self.gold_in_top_5 += gold.iter().filter(|g| top_5.contains(&g.as_str())).count();
         for (i, k) in [1, 5, 10].into_iter().enumerate() {
             let top = &ranked[..ranked.len().min(k)];
             // A question needing several tools counts when all of them are in the top k.
@@ -158,6 +171,10 @@ impl Hits {
 
     fn percent(&self, i: usize) -> f64 {
         100.0 * self.at[i] as f64 / self.questions.max(1) as f64
+    }
+
+    fn recall_at_5(&self) -> f64 {
+        100.0 * self.gold_in_top_5 as f64 / self.gold.max(1) as f64
     }
 }
 
@@ -198,11 +215,25 @@ fn main() {
     let mut ours: BTreeMap<&str, Hits> = BTreeMap::new();
     let mut baseline: BTreeMap<&str, Hits> = BTreeMap::new();
     let mut searching = std::time::Duration::ZERO;
+    let show_misses = std::env::var_os("PI_RETRIEVAL_MISSES").is_some();
     for question in &questions {
         let started = Instant::now();
         let found = search.search(&question.query, 10);
         searching += started.elapsed();
         let names: Vec<&str> = found.iter().map(|m| m.name.as_str()).collect();
+        if show_misses
+            && !question
+                .gold
+                .iter()
+                .all(|g| names[..names.len().min(5)].contains(&g.as_str()))
+        {
+            eprintln!(
+                "MISS\t{}\t{:?}\t{:?}",
+                question.query,
+                question.gold,
+                &names[..names.len().min(5)]
+            );
+        }
         let plain_names: Vec<&str> = plain
             .search(&question.query, 10)
             .into_iter()
@@ -220,19 +251,23 @@ fn main() {
     }
 
     println!();
-    println!("| category | questions | tool_search top 1 / 5 / 10 | plain BM25 top 1 / 5 / 10 |");
-    println!("|---|---|---|---|");
+    println!(
+        "| category | questions | tool_search top 1 / 5 / 10 | its recall at 5 | plain BM25 top 1 / 5 / 10 | its recall at 5 |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (category, hits) in &ours {
         let plain = &baseline[category];
         println!(
-            "| {category} | {} | {:.1}% / {:.1}% / {:.1}% | {:.1}% / {:.1}% / {:.1}% |",
+            "| {category} | {} | {:.1}% / {:.1}% / {:.1}% | {:.1}% | {:.1}% / {:.1}% / {:.1}% | {:.1}% |",
             hits.questions,
             hits.percent(0),
             hits.percent(1),
             hits.percent(2),
+            hits.recall_at_5(),
             plain.percent(0),
             plain.percent(1),
             plain.percent(2),
+            plain.recall_at_5(),
         );
     }
     println!();

@@ -27,6 +27,7 @@ use crate::calls::{Calls, Started};
 use crate::catalog::Catalog;
 use crate::cpu::thread_cpu_time;
 use crate::json::{JsonIntrinsics, JsonReader, NotJson};
+use crate::replay::{self, Clock, Random};
 use crate::search::search_tools;
 use crate::to_js::to_js;
 
@@ -330,6 +331,9 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
         json: None,
     }));
     let calls = Rc::new(RefCell::new(Calls::new(job.ctx.clone())));
+    // The same values when the host replays the script (see `replay`).
+    let clock = Rc::new(RefCell::new(Clock::for_call(&job.ctx)));
+    let random = Rc::new(Random::for_call(&job.ctx));
     let value = context.with(|ctx| {
         let driver = Driver {
             ctx: ctx.clone(),
@@ -337,9 +341,12 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
             bridge: &bridge,
             calls: &calls,
             watch: &watch,
+            clock: &clock,
+            random: &random,
         };
         driver.drive()
     });
+    clock.borrow().record(&job.ctx);
     let value = value.map_err(|message| out_of_memory_in_a_job(message, &runtime, &job.limits));
     // Calls still waiting are cancelled now (their futures dropped), not when the engine's
     // collector gets to the bridge functions.
@@ -370,6 +377,8 @@ struct Driver<'a, 'js> {
     bridge: &'a Rc<RefCell<Bridge>>,
     calls: &'a Rc<RefCell<Calls>>,
     watch: &'a Watch,
+    clock: &'a Rc<RefCell<Clock>>,
+    random: &'a Rc<Random>,
 }
 
 impl<'js> Driver<'_, 'js> {
@@ -529,6 +538,7 @@ impl<'js> Driver<'_, 'js> {
         let attach = self.attach_function()?;
         let search = self.search_function()?;
         let describe = self.describe_function()?;
+        replay::install(ctx, self.clock, self.random)?;
         let lockdown: Function<'js> = ctx.eval(LOCKDOWN)?;
         lockdown.call((tools, console, attach, search, describe, deferred))
     }

@@ -7,6 +7,7 @@ mod declarations;
 mod engine;
 mod json;
 mod limits;
+mod replay;
 mod search;
 mod session;
 mod to_js;

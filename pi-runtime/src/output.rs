@@ -71,8 +71,8 @@ pub struct OutputOptions {
     /// How many times an invalid answer is sent back with the validation message before the
     /// run ends with [`OutputError::Invalid`] (default [`DEFAULT_OUTPUT_RETRIES`]).
     pub max_retries: u32,
-    /// The output tool's name (default [`DEFAULT_OUTPUT_TOOL`]); also the schema's name in the
-    /// APIs' structured output.
+    /// The output tool's name (default [`DEFAULT_OUTPUT_TOOL`]). (The APIs' structured output
+    /// names the schema after the type.)
     pub tool_name: String,
     /// What the output tool tells the model.
     pub tool_description: String,
@@ -204,7 +204,8 @@ where
             chosen => chosen,
         };
         Expected {
-            format: Arc::new(OutputFormat::new(&options.tool_name, schema.clone())),
+            // The type's name tells the model what the schema is for.
+            format: Arc::new(OutputFormat::new(T::schema_name(), schema.clone())),
             spec: ToolSpec {
                 name: options.tool_name.clone(),
                 description: options.tool_description.clone(),

@@ -348,6 +348,9 @@ async fn a_run_calls_a_tool_then_answers_with_a_typed_value_on_every_api() {
             let schema = (wire.schema_of)(&request.body)
                 .unwrap_or_else(|| panic!("{}: no schema in {:#}", wire.name, request.body));
             assert!(schema["properties"]["high_c"].is_object(), "{}", wire.name);
+            if let Some(name) = request.body.pointer("/text/format/name") {
+                assert_eq!(name, "Forecast", "the schema is named after the type");
+            }
         }
         // The tool ran and its result went into the second request.
         let second = seen[1].body.to_string();

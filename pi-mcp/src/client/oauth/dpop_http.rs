@@ -265,3 +265,139 @@ impl StreamableHttpClient for DpopHttp {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::IntoResponse as _;
+
+    use super::*;
+
+    /// What an MCP endpoint on 127.0.0.1 got: the `Authorization` header and the proof's
+    /// claims of each request, probes included.
+    type Seen = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
+
+    /// An MCP endpoint that answers every request 401 `use_dpop_nonce` with the nonce `n-1`,
+    /// or, with `accept_nonce`, 202 to a proof that carries it.
+    async fn nonce_demanding_server(accept_nonce: bool) -> (String, Seen) {
+        let seen: Seen = Arc::default();
+        let record = Arc::clone(&seen);
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |headers: HeaderMap| {
+                let record = Arc::clone(&record);
+                async move {
+                    use base64::Engine as _;
+                    let authorization = headers["authorization"].to_str().unwrap().to_owned();
+                    let proof = headers["dpop"].to_str().unwrap();
+                    let claims: serde_json::Value = serde_json::from_slice(
+                        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                            .decode(proof.split('.').nth(1).unwrap())
+                            .unwrap(),
+                    )
+                    .unwrap();
+                    let has_nonce = claims["nonce"] == "n-1";
+                    record.lock().unwrap().push((authorization, claims));
+                    if accept_nonce && has_nonce {
+                        StatusCode::ACCEPTED.into_response()
+                    } else {
+                        (
+                            StatusCode::UNAUTHORIZED,
+                            [
+                                ("WWW-Authenticate", "DPoP error=\"use_dpop_nonce\""),
+                                ("DPoP-Nonce", "n-1"),
+                            ],
+                        )
+                            .into_response()
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, seen)
+    }
+
+    fn client() -> DpopHttp {
+        let key = Arc::new(DpopKey::generate().unwrap());
+        key.set_bound(true);
+        DpopHttp {
+            http: reqwest::Client::new(),
+            key,
+        }
+    }
+
+    async fn notify(client: &DpopHttp, url: &str) -> Result<StreamableHttpPostResponse, HttpError> {
+        let message: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/initialized"
+        }))
+        .unwrap();
+        client
+            .post_message(
+                url.into(),
+                message,
+                None,
+                Some("the-token".to_owned()),
+                HashMap::new(),
+            )
+            .await
+    }
+
+    #[tokio::test]
+    async fn the_servers_nonce_is_learned_and_the_request_sent_again_with_it() {
+        let (url, seen) = nonce_demanding_server(true).await;
+        let client = client();
+        let answer = notify(&client, &url).await.unwrap();
+        assert!(matches!(answer, StreamableHttpPostResponse::Accepted));
+        let requests = seen.lock().unwrap().clone();
+        // The request, the probe for the nonce (refused as it has none), the request again.
+        assert_eq!(requests.len(), 3, "{requests:?}");
+        for (authorization, claims) in &requests {
+            assert_eq!(authorization, "DPoP the-token");
+            assert_eq!(claims["htm"], "POST");
+            assert_eq!(claims["htu"], url.as_str());
+            assert!(claims["ath"].is_string(), "{claims}");
+        }
+        assert!(requests[0].1.get("nonce").is_none());
+        assert_eq!(requests[2].1["nonce"], "n-1");
+        // The next request carries the nonce at once: no refusal, no probe.
+        notify(&client, &url).await.unwrap();
+        let requests = seen.lock().unwrap().clone();
+        assert_eq!(requests.len(), 4, "{requests:?}");
+        assert_eq!(requests[3].1["nonce"], "n-1");
+    }
+
+    #[tokio::test]
+    async fn a_nonce_the_server_refuses_again_is_not_tried_twice() {
+        let (url, seen) = nonce_demanding_server(false).await;
+        let client = client();
+        let refused = notify(&client, &url).await.unwrap_err();
+        assert!(
+            matches!(refused, StreamableHttpError::AuthRequired(_)),
+            "{refused}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 3, "request, probe, one retry");
+        // The server still refuses the nonce it gave: no probe is worth it, no loop.
+        let refused = notify(&client, &url).await.unwrap_err();
+        assert!(
+            matches!(refused, StreamableHttpError::AuthRequired(_)),
+            "{refused}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 5, "request and probe only");
+    }
+
+    #[tokio::test]
+    async fn an_unbound_token_goes_as_a_bearer_token_without_a_proof() {
+        let client = client();
+        client.key.set_bound(false);
+        let (bearer, headers) = client
+            .headers("POST", "http://127.0.0.1:1/mcp", Some("t"), HashMap::new())
+            .unwrap();
+        assert_eq!(bearer.as_deref(), Some("t"));
+        assert!(headers.is_empty());
+    }
+}

@@ -14,6 +14,7 @@ pub fn fake_openai(command: &'static str) -> String {
 pub struct Script {
     lead: String,
     commands: Vec<String>,
+    echo: bool,
 }
 
 impl Script {
@@ -21,6 +22,19 @@ impl Script {
         Script {
             lead: String::new(),
             commands: commands.iter().map(|c| (*c).to_owned()).collect(),
+            echo: false,
+        }
+    }
+
+    /// The terminal interface's tests: the answer depends on the prompt. `MARKDOWN` gets a
+    /// heading, bold, inline code, a list, a code block and a table; `SLOW` 40 words 50 ms
+    /// apart; `THINK` reasoning (`pondering deeply`) then `Done thinking`; `BASH` the `bash`
+    /// calls of `commands`; anything else `Echo: <the prompt>` (lines joined by ` | `, `[+image]`
+    /// per image). Every answer reports usage (200 in, 40 out).
+    pub fn echo(commands: &[&str]) -> Self {
+        Script {
+            echo: true,
+            ..Script::new(commands)
         }
     }
 
@@ -104,6 +118,56 @@ impl FakeServer {
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
                     format!("data: {event}\n\n")
                 };
+                let user_text = match &last["content"] {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|p| match p["type"].as_str() {
+                            Some("text") => p["text"].as_str().unwrap_or("").to_owned(),
+                            _ => "[+image]".to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                };
+                if script.echo && last["role"] != "tool" && !user_text.contains("BASH") {
+                    let mut parts: Vec<(serde_json::Value, u64)> = Vec::new();
+                    if user_text.contains("MARKDOWN") {
+                        parts.push((serde_json::json!({"role": "assistant", "content": "# Heading One\n\nSome **bold** and `code`.\n\n- item one\n- item two\n\n```rust\nfn main() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 22 |\n"}), 0));
+                    } else if user_text.contains("SLOW") {
+                        for i in 0..40 {
+                            parts.push((serde_json::json!({"role": "assistant", "content": format!("word{i} ")}), 50));
+                        }
+                    } else if user_text.contains("THINK") {
+                        parts.push((serde_json::json!({"role": "assistant", "reasoning_content": "pondering deeply"}), 0));
+                        parts.push((serde_json::json!({"content": "Done thinking"}), 0));
+                    } else {
+                        let echo = format!("Echo: {}", user_text.replace('\n', " | "));
+                        parts.push((serde_json::json!({"role": "assistant", "content": echo}), 0));
+                    }
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+                    if stream.write_all(head.as_bytes()).is_err() {
+                        continue;
+                    }
+                    let mut gone = false;
+                    for (delta, pause) in parts {
+                        std::thread::sleep(std::time::Duration::from_millis(pause));
+                        if stream.write_all(chunk(delta, None).as_bytes()).is_err() {
+                            gone = true;
+                            break;
+                        }
+                        let _ = stream.flush();
+                    }
+                    if !gone {
+                        let end = serde_json::json!({"id": "r1", "object": "chat.completion.chunk", "model": "fake",
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}});
+                        let _ =
+                            stream.write_all(format!("data: {end}\n\ndata: [DONE]\n\n").as_bytes());
+                    }
+                    continue;
+                }
                 let mut events = String::new();
                 if last["role"] == "tool" {
                     // The outputs of every tool result after the last assistant message.

@@ -326,7 +326,7 @@ impl Ui {
                 }
             }
             KeyCode::Enter if !key.modifiers.contains(KeyModifiers::SHIFT) => {
-                let text = self.editor.take();
+                let text = self.editor.take().trim().to_owned();
                 self.completion = None;
                 if text.trim().is_empty() && self.images.is_empty() {
                     return Action::None;
@@ -387,11 +387,8 @@ impl Ui {
                     common: None,
                 });
             }
-            None => {
-                if self.completion.as_ref().is_some_and(|c| c.at) {
-                    self.completion = None;
-                }
-            }
+            // Typing closes Tab's list too: it was for the text as it was.
+            None => self.completion = None,
         }
     }
 

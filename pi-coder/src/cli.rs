@@ -12,7 +12,6 @@ mod rpc;
 mod saved_settings;
 mod session_choice;
 mod tui;
-mod waiting;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -600,19 +599,6 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         .partition(|m| m.starts_with('@'));
     let first = input::initial_message(stdin_text.as_deref(), &files, &mut messages, &cwd)?;
     let print_mode = args.print || !interactive_terminal || mode == Mode::Json;
-    // A continued session whose last run stopped at calls waiting for approval: decide them
-    // and go on with that run first.
-    let deciding = if args.yes {
-        waiting::Deciding::ApproveAll
-    } else if interactive_terminal && !print_mode {
-        waiting::Deciding::Ask
-    } else {
-        waiting::Deciding::Nobody
-    };
-    let prompt_follows = first.is_some() || !messages.is_empty();
-    if let Some(code) = waiting::settle(&mut setup, deciding, prompt_follows, print_mode).await {
-        return Ok(code);
-    }
     if print_mode {
         let mut prompts: Vec<Vec<pi_tool::Content>> = Vec::new();
         prompts.extend(first);

@@ -86,7 +86,7 @@ async fn an_agent_runs_discovered_tools_over_several_turns() {
         ["reserve", "stock_level"]
     );
 
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // Turn 1: two lookups in parallel, one of a product that does not exist.
         calls(&[
             ("c1", "stock_level", json!({"product": "apples"})),

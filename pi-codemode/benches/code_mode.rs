@@ -144,7 +144,7 @@ async fn task(runs: usize, script: fn() -> Vec<AssistantMessage>) -> Task {
     let mut times = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
-        let model = Arc::new(ScriptedModel::new(script()));
+        let model = Arc::new(ScriptedModel::recording(script()));
         let agent = Agent::new(model.clone()).with_tools(tools.clone());
         let started = Instant::now();
         agent.prompt(PROMPT).await.unwrap();

@@ -57,7 +57,10 @@ async fn one_code_call_fans_out_to_ten_tools() {
     let script = "const names = Object.keys(tools);
 const temps = await Promise.all(names.map(name => tools[name]({unit: 'c'})));
 return { cities: names.length, max: Math.max(...temps.map(t => t.temp)) };";
-    let model = Arc::new(ScriptedModel::new(code_then(script, "The warmest is 19.")));
+    let model = Arc::new(ScriptedModel::recording(code_then(
+        script,
+        "The warmest is 19.",
+    )));
     let agent = Agent::new(model.clone()).with_tools(tools);
     agent.prompt("Which city is warmest?").await.unwrap();
 
@@ -169,7 +172,7 @@ async fn the_loops_hooks_see_the_scripts_calls_with_the_code_call_as_parent() {
     });
     let script = "const results = await Promise.allSettled([tools.city_2({}), tools.city_3({})]);
 return results.map(r => r.status === 'fulfilled' ? r.value.temp : r.reason.message);";
-    let model = Arc::new(ScriptedModel::new(code_then(script, "done")));
+    let model = Arc::new(ScriptedModel::recording(code_then(script, "done")));
     let agent = Agent::new(model.clone())
         .with_tools(tools)
         .with_config(config);
@@ -221,8 +224,9 @@ async fn a_code_call_round_trips_through_every_apis_request() {
         let calls = Arc::new(AtomicUsize::new(0));
         let tools = cities(&calls);
         let tools = tools.clone().with(CodeTool::new(&tools));
-        let model =
-            Arc::new(ScriptedModel::new(code_then(script, "13")).with_identity(api, "test", "m1"));
+        let model = Arc::new(
+            ScriptedModel::recording(code_then(script, "13")).with_identity(api, "test", "m1"),
+        );
         let agent = Agent::new(model.clone()).with_tools(tools.clone());
         agent.prompt("How warm is city 3?").await.unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 1, "{api}");

@@ -56,7 +56,7 @@ async fn mcp_option_tools_join_the_built_in_ones() {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
 
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         AssistantMessage::new(
             vec![AssistantContent::tool_call(
                 "c1",

@@ -47,7 +47,7 @@ async fn reads_edits_and_runs_a_file_then_resumes() {
     )
     .unwrap();
     let model = Arc::new(
-        ScriptedModel::new([
+        ScriptedModel::recording([
             call("c1", "read", json!({"path": "greet.sh"})),
             call(
                 "c2",
@@ -165,7 +165,7 @@ async fn reads_edits_and_runs_a_file_then_resumes() {
 #[tokio::test]
 async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
     let project = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "bash", json!({"command": "touch should-not-exist"})),
         answer("Understood."),
     ]));
@@ -198,7 +198,7 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
     );
 
     // Without an approver, commands are blocked with a reason that says how to allow them.
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "bash", json!({"command": "true"})),
         answer("ok"),
     ]));
@@ -216,7 +216,7 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
 #[tokio::test]
 async fn aborting_a_turn_kills_the_command_and_keeps_the_session_usable() {
     let project = tempfile::tempdir().unwrap();
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // `sta'rted'` keeps the needle out of the echoed command line: only the output has it.
         call("c1", "bash", json!({"command": "echo sta'rted'; sleep 30"})),
         answer("after the abort"),
@@ -309,7 +309,7 @@ async fn any_tool_s_oversized_output_is_saved_whole_and_shown_as_head_and_tail()
         },
     )
     .unwrap();
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "dump", json!({})),
         answer("done"),
     ]));

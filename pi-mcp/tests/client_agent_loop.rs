@@ -40,7 +40,7 @@ async fn an_agent_runs_an_mcp_servers_tools() {
     let mut tools = ToolRegistry::new();
     client.add_to(&mut tools);
 
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // Turn 1: two MCP tools at once, one of them reporting progress.
         calls(&[
             ("c1", "everything__get-sum", json!({"a": 1, "b": "2"})),
@@ -160,7 +160,7 @@ async fn a_deferred_servers_tools_are_found_by_tool_search() {
     client.add_to(&mut tools);
     assert!(tools.tools().all(|tool| tool.deferred()));
 
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(&[(
             "s1",
             "tool_search",

@@ -8,10 +8,10 @@
 //! ```
 //!
 //! - `turns`: one run of N turns (one no-op call each) in each configuration: a plain
-//!   `agent_loop`, with each kind of hook, as an `Agent`, and with `FnModel` or a recording
-//!   `ScriptedModel`. Total time, the time per turn over the last tenth of the run, and the
-//!   ratio to the plain loop; a cost that grows with the transcript shows as a last-tenth
-//!   figure far above the first tenth's.
+//!   `agent_loop`, with every kind of hook, as an `Agent`, and with `FnModel`. Total time, the
+//!   time per turn over the first and the last tenth of the run (timed by the model at its
+//!   requests), and the ratio to the plain loop; a cost that grows with the transcript shows
+//!   as a last-tenth figure far above the first tenth's.
 //! - `agents`: resident memory added by N runs alive at once over one registry of M tools
 //!   (every run inside its first call), against one such run.
 //! - `tools`: resident memory per idle `FnTool` (built, never called), and per called one.
@@ -66,97 +66,107 @@ fn script(turns: usize) -> Vec<AssistantMessage> {
     (0..turns).map(call_turn).chain([done()]).collect()
 }
 
-/// One run's time: in all, and in its first and last tenth of turns.
+/// One run's time: in all, and in its first and last tenth of turns (from the first request
+/// to request N/10, and from request N - N/10 to request N: the run's start and end are
+/// outside the latter).
 struct Timing {
     total: Duration,
     last_tenth: Duration,
     first_tenth: Duration,
 }
 
-/// Notes the time at the ends of the first tenth of turns and at the start of the last.
-struct TurnClock {
-    started: Instant,
+/// A model that notes when the requests bounding the first and the last tenth of turns come
+/// (so every configuration is timed alike, without a listener or a consumer of its own).
+struct Timed {
+    inner: Arc<dyn Model>,
     turns: usize,
-    ended: usize,
-    first_tenth: Option<Duration>,
-    last_tenth_start: Option<Instant>,
+    requests: AtomicUsize,
+    marks: std::sync::Mutex<[Option<Instant>; 4]>,
 }
 
-impl TurnClock {
-    fn new(turns: usize) -> Self {
-        TurnClock {
-            started: Instant::now(),
+impl Timed {
+    fn new(inner: Arc<dyn Model>, turns: usize) -> Arc<Self> {
+        Arc::new(Timed {
+            inner,
             turns,
-            ended: 0,
-            first_tenth: None,
-            last_tenth_start: None,
-        }
+            requests: AtomicUsize::new(0),
+            marks: Default::default(),
+        })
     }
 
-    fn turn_ended(&mut self) {
-        self.ended += 1;
-        if self.ended == self.turns / 10 {
-            self.first_tenth = Some(self.started.elapsed());
-        }
-        if self.ended == self.turns - self.turns / 10 {
-            self.last_tenth_start = Some(Instant::now());
-        }
-    }
-
-    fn finish(self) -> Timing {
-        let end = Instant::now();
+    fn timing(&self, total: Duration) -> Timing {
+        let marks = self.marks.lock().unwrap();
+        let between = |from: usize, to: usize| match (marks[from], marks[to]) {
+            (Some(from), Some(to)) => to - from,
+            _ => Duration::ZERO,
+        };
         Timing {
-            total: end - self.started,
-            last_tenth: self
-                .last_tenth_start
-                .map_or(Duration::ZERO, |start| end - start),
-            first_tenth: self.first_tenth.unwrap_or_default(),
+            total,
+            first_tenth: between(0, 1),
+            last_tenth: between(2, 3),
         }
+    }
+}
+
+impl Model for Timed {
+    fn api(&self) -> &str {
+        self.inner.api()
+    }
+
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn stream<'a>(
+        &'a self,
+        context: pi_runtime::Context<'a>,
+        options: &'a pi_runtime::StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, pi_runtime::AssistantEvent> {
+        let index = self.requests.fetch_add(1, Ordering::Relaxed);
+        let tenth = self.turns / 10;
+        let bounds = [0, tenth, self.turns - tenth, self.turns];
+        if let Some(mark) = bounds.iter().position(|&bound| bound == index) {
+            self.marks.lock().unwrap()[mark] = Some(Instant::now());
+        }
+        self.inner.stream(context, options)
     }
 }
 
 async fn loop_run(turns: usize, config: AgentLoopConfig, model: Arc<dyn Model>) -> Timing {
+    let model = Timed::new(model, turns);
     let context = AgentContext::new("You are a benchmark.").with_tools([noop_tool()]);
-    let mut clock = TurnClock::new(turns);
+    let started = Instant::now();
     let mut events = agent_loop(
         vec![Message::user("go")],
         context,
         config,
-        model,
+        Arc::clone(&model) as Arc<dyn Model>,
         CancellationToken::new(),
     );
     let mut count = 0;
     while let Some(event) = events.next().await {
-        match event {
-            AgentEvent::TurnEnd { .. } => clock.turn_ended(),
-            AgentEvent::AgentEnd { messages } => count = messages.len(),
-            _ => {}
+        if let AgentEvent::AgentEnd { messages } = event {
+            count = messages.len();
         }
     }
+    let total = started.elapsed();
     assert_eq!(count, 2 * turns + 2, "every turn ran");
-    clock.finish()
+    model.timing(total)
 }
 
 async fn agent_run(turns: usize) -> Timing {
-    let model = Arc::new(ScriptedModel::new(script(turns)));
-    let agent = Agent::new(model).with_tools(ToolRegistry::new().with(noop_fn_tool()));
-    let clock = Arc::new(std::sync::Mutex::new(TurnClock::new(turns)));
-    let listener_clock = Arc::clone(&clock);
-    agent.subscribe(move |event, _| {
-        if matches!(event, AgentEvent::TurnEnd { .. }) {
-            listener_clock.lock().unwrap().turn_ended();
-        }
-        async {}
-    });
-    clock.lock().unwrap().started = Instant::now();
+    let model = Timed::new(scripted(turns), turns);
+    let agent = Agent::new(Arc::clone(&model) as Arc<dyn Model>)
+        .with_tools(ToolRegistry::new().with(noop_fn_tool()));
+    let started = Instant::now();
     agent.prompt("go").await.expect("the prompt runs");
+    let total = started.elapsed();
     assert_eq!(agent.message_count(), 2 * turns + 2, "every turn ran");
-    Arc::try_unwrap(clock)
-        .ok()
-        .expect("the listener is done")
-        .into_inner()
-        .unwrap()
-        .finish()
+    model.timing(total)
 }
 
 fn scripted(turns: usize) -> Arc<dyn Model> {

@@ -12,21 +12,27 @@ use futures_util::stream::{self, BoxStream};
 use pi_tool::{CancellationToken, ToolSpec};
 use serde_json::Value;
 
-use crate::message::{AssistantContent, AssistantMessage, Message, StopReason};
+use crate::message::{AssistantContent, AssistantMessage, StopReason};
 use crate::model::{AssistantEvent, Context, Model, StreamOptions};
+use crate::transcript::{Transcript, snapshot_of};
 
 /// The text of the error a [`ScriptedModel`] answers with once its script is used up.
 pub const SCRIPT_EXHAUSTED: &str = "ScriptedModel: the script has no more responses";
 
 /// One request a model received: an owned snapshot of its context.
+///
+/// Taken from the loop, it costs the same whatever the transcript's length: `messages` shares
+/// the run's transcript, and `tools` is shared with the model's previous request when the
+/// offered tools did not change (they are compared, not copied).
 #[derive(Clone, Debug)]
 pub struct ModelRequest {
     /// The system prompt.
     pub system_prompt: String,
-    /// The transcript the model saw (shared messages: a snapshot costs one pointer each).
-    pub messages: Vec<Arc<Message>>,
+    /// The transcript the model saw: a snapshot sharing the run's (see [`Transcript`]; a
+    /// context built by hand, outside the loop, is copied, one pointer per message).
+    pub messages: Transcript,
     /// The tools offered.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Arc<[ToolSpec]>,
     /// The request's abort signal.
     pub signal: CancellationToken,
     /// The API key given in the options, if any.
@@ -42,11 +48,16 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
-    fn capture(context: &Context<'_>, options: &StreamOptions, index: usize) -> Self {
+    fn capture(
+        context: &Context<'_>,
+        options: &StreamOptions,
+        index: usize,
+        tools: &SharedSpecs,
+    ) -> Self {
         ModelRequest {
             system_prompt: context.system_prompt.to_owned(),
-            messages: context.messages.to_vec(),
-            tools: context.tools.to_vec(),
+            messages: snapshot_of(context.messages),
+            tools: tools.share(context.tools),
             signal: options.signal.clone(),
             api_key: options.api_key.clone(),
             session_id: options.session_id.clone(),
@@ -71,6 +82,25 @@ impl ModelRequest {
     }
 }
 
+/// The tool list of a model's last request, shared by its following requests while the
+/// offered tools stay the same (a request compares its specs with it instead of cloning them).
+#[derive(Default)]
+struct SharedSpecs(Mutex<Option<Arc<[ToolSpec]>>>);
+
+impl SharedSpecs {
+    fn share(&self, tools: &[ToolSpec]) -> Arc<[ToolSpec]> {
+        let mut last = lock(&self.0);
+        match &*last {
+            Some(shared) if **shared == *tools => Arc::clone(shared),
+            _ => {
+                let shared: Arc<[ToolSpec]> = tools.into();
+                *last = Some(Arc::clone(&shared));
+                shared
+            }
+        }
+    }
+}
+
 /// How a [`ScriptedModel`] streams each response.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ScriptedStreaming {
@@ -82,9 +112,15 @@ pub enum ScriptedStreaming {
     Deltas,
 }
 
-/// A model that replays prepared assistant messages, one per request, and records every
-/// request it was given. When the script is used up it answers with an error message
-/// (`stop_reason` `Error`, text [`SCRIPT_EXHAUSTED`]).
+/// A model that replays prepared assistant messages, one per request; built with
+/// [`recording`](Self::recording) it also records every request it was given. When the
+/// script is used up it answers with an error message (`stop_reason` `Error`, text
+/// [`SCRIPT_EXHAUSTED`]).
+///
+/// A model from [`new`](Self::new) costs the same per request however long the run: a
+/// recording one keeps every request, and each kept request holds its transcript, so a run's
+/// later requests cost it a copy of the transcript's pointers each (records of 10,000 turns
+/// hold about 1.6 GB).
 ///
 /// ```
 /// use pi_runtime::{AssistantContent, AssistantMessage, ScriptedModel, StopReason};
@@ -96,6 +132,7 @@ pub enum ScriptedStreaming {
 pub struct ScriptedModel {
     script: Mutex<VecDeque<AssistantMessage>>,
     requests: Mutex<Vec<ModelRequest>>,
+    tools: SharedSpecs,
     calls: AtomicUsize,
     record: bool,
     streaming: ScriptedStreaming,
@@ -105,14 +142,16 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
-    /// A model answering with `responses` in order. Each response is stamped with this model's
-    /// api, provider and id (`scripted`, `scripted`, `scripted-1`) unless it already has them.
+    /// A model answering with `responses` in order, recording no request. Each response is
+    /// stamped with this model's api, provider and id (`scripted`, `scripted`, `scripted-1`)
+    /// unless it already has them.
     pub fn new(responses: impl IntoIterator<Item = AssistantMessage>) -> Self {
         ScriptedModel {
             script: Mutex::new(responses.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+            tools: SharedSpecs::default(),
             calls: AtomicUsize::new(0),
-            record: true,
+            record: false,
             streaming: ScriptedStreaming::Whole,
             api: "scripted".to_owned(),
             provider: "scripted".to_owned(),
@@ -120,7 +159,36 @@ impl ScriptedModel {
         }
     }
 
-    /// Stops recording requests (for benchmarks: recording copies each context's pointers).
+    /// A model like [`new`](Self::new)'s that records every request it is given, for
+    /// [`requests`](Self::requests).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use futures_util::StreamExt;
+    /// use pi_runtime::{agent_loop, AgentContext, AgentLoopConfig, AssistantContent, AssistantMessage,
+    ///                  Message, ScriptedModel, StopReason};
+    /// use pi_tool::CancellationToken;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let model = Arc::new(ScriptedModel::recording([
+    ///     AssistantMessage::new(vec![AssistantContent::text("hi")], StopReason::Stop),
+    /// ]));
+    /// let run = agent_loop(vec![Message::user("hello")], AgentContext::new("Be brief."),
+    ///                      AgentLoopConfig::new(), model.clone(), CancellationToken::new());
+    /// run.count().await;
+    /// assert_eq!(model.requests()[0].roles(), ["user"]);
+    /// assert_eq!(model.requests()[0].system_prompt, "Be brief.");
+    /// # });
+    /// ```
+    pub fn recording(responses: impl IntoIterator<Item = AssistantMessage>) -> Self {
+        ScriptedModel {
+            record: true,
+            ..ScriptedModel::new(responses)
+        }
+    }
+
+    /// Records no requests (what [`new`](Self::new) gives; for a model from
+    /// [`recording`](Self::recording)).
     #[must_use]
     pub fn without_recording(mut self) -> Self {
         self.record = false;
@@ -163,7 +231,7 @@ impl ScriptedModel {
         lock(&self.script).len()
     }
 
-    /// The requests received so far (empty when recording is off).
+    /// The requests received so far (empty unless the model is [`recording`](Self::recording)).
     pub fn requests(&self) -> Vec<ModelRequest> {
         lock(&self.requests).clone()
     }
@@ -231,7 +299,8 @@ impl Model for ScriptedModel {
     ) -> BoxStream<'a, AssistantEvent> {
         let index = self.calls.fetch_add(1, Ordering::Relaxed);
         if self.record {
-            lock(&self.requests).push(ModelRequest::capture(&context, options, index));
+            let request = ModelRequest::capture(&context, options, index, &self.tools);
+            lock(&self.requests).push(request);
         }
         let next = lock(&self.script).pop_front();
         let Some(message) = next else {
@@ -355,6 +424,10 @@ type Respond = dyn Fn(ModelRequest) -> futures_util::future::BoxFuture<'static, 
 /// whose response depends on the context or the abort signal. A message with `stop_reason`
 /// `Error`/`Aborted` ends the stream with `Error`, any other with `Done`.
 ///
+/// The request it hands the closure costs the same whatever the transcript's length (see
+/// [`ModelRequest`]). A closure that keeps requests past its answer makes the run copy its
+/// transcript's pointers once at its next message (the snapshot keeps its messages).
+///
 /// ```
 /// use pi_runtime::{AssistantContent, AssistantMessage, FnModel, StopReason};
 ///
@@ -366,6 +439,7 @@ type Respond = dyn Fn(ModelRequest) -> futures_util::future::BoxFuture<'static, 
 /// ```
 pub struct FnModel {
     respond: Box<Respond>,
+    tools: SharedSpecs,
     calls: AtomicUsize,
 }
 
@@ -378,6 +452,7 @@ impl FnModel {
     {
         FnModel {
             respond: Box::new(move |request| Box::pin(respond(request))),
+            tools: SharedSpecs::default(),
             calls: AtomicUsize::new(0),
         }
     }
@@ -415,7 +490,8 @@ impl Model for FnModel {
         options: &'a StreamOptions,
     ) -> BoxStream<'a, AssistantEvent> {
         let index = self.calls.fetch_add(1, Ordering::Relaxed);
-        let response = (self.respond)(ModelRequest::capture(&context, options, index));
+        let request = ModelRequest::capture(&context, options, index, &self.tools);
+        let response = (self.respond)(request);
         stream::once(async move {
             let mut message = response.await;
             if message.api.is_empty() {
@@ -426,5 +502,125 @@ impl Model for FnModel {
             final_event(message)
         })
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AgentContext, AgentLoopConfig, Message, agent_loop};
+    use pi_tool::{AgentTool, FnTool};
+
+    fn call(id: &str) -> AssistantMessage {
+        AssistantMessage::new(
+            vec![AssistantContent::tool_call(
+                id,
+                "noop",
+                serde_json::json!({}),
+            )],
+            StopReason::ToolUse,
+        )
+    }
+
+    fn done() -> AssistantMessage {
+        AssistantMessage::new(vec![AssistantContent::text("done")], StopReason::Stop)
+    }
+
+    fn noop() -> Arc<dyn AgentTool> {
+        let schema = serde_json::json!({"type": "object", "properties": {}});
+        Arc::new(
+            FnTool::builder("noop", "Does nothing.", schema)
+                .build(|_: Value, _| async { "ok" })
+                .unwrap(),
+        )
+    }
+
+    async fn run(model: Arc<dyn Model>, config: AgentLoopConfig) {
+        let context = AgentContext::new("").with_tools([noop()]);
+        let events = agent_loop(
+            vec![Message::user("go")],
+            context,
+            config,
+            model,
+            CancellationToken::new(),
+        );
+        events.count().await;
+    }
+
+    /// Issue 37: recording every request made each request cost a copy of the transcript.
+    #[tokio::test]
+    async fn a_scripted_model_records_only_when_built_recording() {
+        let plain = Arc::new(ScriptedModel::new([call("c1"), done()]));
+        run(plain.clone(), AgentLoopConfig::new()).await;
+        assert_eq!(plain.calls(), 2);
+        assert!(plain.requests().is_empty(), "new records nothing");
+
+        let recording = Arc::new(ScriptedModel::recording([call("c1"), done()]));
+        run(recording.clone(), AgentLoopConfig::new()).await;
+        let requests = recording.requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[1].roles(), ["user", "assistant", "toolResult"]);
+        assert!(
+            Arc::ptr_eq(&requests[0].tools, &requests[1].tools),
+            "the same tools are shared, not cloned per request"
+        );
+        let quiet = ScriptedModel::recording([done()]).without_recording();
+        assert!(!quiet.record);
+    }
+
+    /// Issue 37: an `FnModel` request copied the transcript's pointers and cloned every
+    /// spec; it now shares the run's transcript (the buffer `prepare_request` saw) and the
+    /// previous request's specs.
+    #[tokio::test]
+    async fn an_fn_model_request_shares_the_transcript_and_the_specs() {
+        type Seen<T> = Arc<Mutex<Vec<T>>>;
+        let (hook_buffers, model_buffers): (Seen<usize>, Seen<usize>) = Default::default();
+        let specs: Seen<Arc<[ToolSpec]>> = Default::default();
+        let model = {
+            let (model_buffers, specs) = (Arc::clone(&model_buffers), Arc::clone(&specs));
+            FnModel::new(move |request| {
+                lock(&model_buffers).push(request.messages.as_ptr() as usize);
+                lock(&specs).push(Arc::clone(&request.tools));
+                async move {
+                    match request.index {
+                        0 | 1 => call(&format!("c{}", request.index)),
+                        _ => done(),
+                    }
+                }
+            })
+        };
+        let config = {
+            let hook_buffers = Arc::clone(&hook_buffers);
+            AgentLoopConfig::new().prepare_request(move |ctx| {
+                lock(&hook_buffers).push(ctx.messages.as_ptr() as usize);
+                async { None }
+            })
+        };
+        run(Arc::new(model), config).await;
+        let model_buffers = lock(&model_buffers).clone();
+        assert_eq!(model_buffers.len(), 3);
+        assert_eq!(*lock(&hook_buffers), model_buffers, "the run's own buffer");
+        let specs = lock(&specs);
+        assert!(Arc::ptr_eq(&specs[0], &specs[1]) && Arc::ptr_eq(&specs[1], &specs[2]));
+        assert_eq!(specs[0][0].name, "noop");
+    }
+
+    /// A context built by hand (no run lends its transcript) is copied.
+    #[test]
+    fn a_request_outside_a_run_copies_its_messages() {
+        let messages = vec![Arc::new(Message::user("hi"))];
+        let context = Context {
+            system_prompt: "",
+            messages: &messages,
+            tools: &[],
+        };
+        let request = ModelRequest::capture(
+            &context,
+            &StreamOptions::default(),
+            0,
+            &SharedSpecs::default(),
+        );
+        assert_eq!(request.roles(), ["user"]);
+        assert!(Arc::ptr_eq(&request.messages[0], &messages[0]));
     }
 }

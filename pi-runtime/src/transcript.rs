@@ -1,5 +1,6 @@
 //! [`Transcript`]: the messages a hook is shown, shared with the run instead of copied.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -119,6 +120,40 @@ impl fmt::Debug for Transcript {
     }
 }
 
+thread_local! {
+    /// The transcript of the model request being made on this thread (see [`lend`]).
+    static LENT: RefCell<Option<Transcript>> = const { RefCell::new(None) };
+}
+
+/// Runs `start` (a model's synchronous `stream` call, which gets `transcript` as a borrowed
+/// slice) with `transcript` lent on this thread, so that a model of this crate that keeps an
+/// owned copy of the request ([`ScriptedModel`](crate::ScriptedModel),
+/// [`FnModel`](crate::FnModel)) takes a snapshot instead of copying every pointer.
+pub(crate) fn lend<R>(transcript: &Transcript, start: impl FnOnce() -> R) -> R {
+    /// Takes the lent transcript back, also when `start` panics.
+    struct Return;
+    impl Drop for Return {
+        fn drop(&mut self) {
+            LENT.with(|lent| lent.borrow_mut().take());
+        }
+    }
+    LENT.with(|lent| *lent.borrow_mut() = Some(transcript.clone()));
+    let _return = Return;
+    start()
+}
+
+/// `messages` as an owned snapshot: the lent transcript when `messages` is exactly its slice
+/// (one reference count), else a copy of the pointers.
+pub(crate) fn snapshot_of(messages: &[Arc<Message>]) -> Transcript {
+    LENT.with(|lent| {
+        lent.borrow()
+            .as_ref()
+            .filter(|lent| std::ptr::eq(lent.as_ref(), messages))
+            .cloned()
+    })
+    .unwrap_or_else(|| Transcript::from(messages.to_vec()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +195,27 @@ mod tests {
         assert!(!Transcript::shares_buffer(&transcript, &snapshot));
         assert_eq!(transcript.take().len(), 2);
         assert!(transcript.is_empty());
+    }
+
+    #[test]
+    fn a_lent_transcript_is_snapshot_only_for_its_own_slice() {
+        let transcript = Transcript::from(vec![message("a"), message("b")]);
+        let copy = transcript.to_vec();
+        lend(&transcript, || {
+            assert!(Transcript::shares_buffer(
+                &snapshot_of(&transcript),
+                &transcript
+            ));
+            let part = snapshot_of(&transcript[..1]);
+            assert!(!Transcript::shares_buffer(&part, &transcript));
+            assert_eq!(part.len(), 1);
+            assert!(!Transcript::shares_buffer(&snapshot_of(&copy), &transcript));
+        });
+        let after = snapshot_of(&transcript);
+        assert!(
+            !Transcript::shares_buffer(&after, &transcript),
+            "returned after the call"
+        );
+        assert_eq!(after.len(), 2);
     }
 }

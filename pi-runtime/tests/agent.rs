@@ -36,7 +36,7 @@ fn user_texts(agent: &Agent) -> Vec<String> {
 
 #[tokio::test]
 async fn default_state() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([])));
     assert_eq!(agent.system_prompt(), "");
     assert!(agent.messages().is_empty());
     assert!(!agent.is_running());
@@ -48,7 +48,7 @@ async fn default_state() {
 
 #[tokio::test]
 async fn prompt_runs_tools_and_keeps_the_transcript() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         echo_call("t1", "x"),
         text("first"),
         text("second"),
@@ -81,7 +81,7 @@ async fn prompt_runs_tools_and_keeps_the_transcript() {
 
 #[tokio::test]
 async fn subscribe_delivers_every_event_in_order_and_unsubscribe_stops_it() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([text("a"), text("b")])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([text("a"), text("b")])));
     let seen: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let log = seen.clone();
     let id = agent.subscribe(move |event, _signal| {
@@ -125,7 +125,10 @@ async fn listeners_are_awaited_in_order_and_block_the_run() {
             }
         }
     });
-    let model = Arc::new(ScriptedModel::new([echo_call("t1", "x"), text("done")]));
+    let model = Arc::new(ScriptedModel::recording([
+        echo_call("t1", "x"),
+        text("done"),
+    ]));
     let agent = Agent::new(model)
         .with_tools(ToolRegistry::new().with(EchoTool))
         .with_config(config);
@@ -166,7 +169,9 @@ async fn listeners_are_awaited_in_order_and_block_the_run() {
 
 #[tokio::test]
 async fn state_mutators() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([text("from the new model")])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([text(
+        "from the new model",
+    )])));
     agent.set_system_prompt("one");
     assert_eq!(agent.system_prompt(), "one");
     agent.append_message(Message::user("a"));
@@ -175,7 +180,7 @@ async fn state_mutators() {
         Arc::new(Message::user("c")),
     ]);
     assert_eq!(user_texts(&agent), ["b", "c"]);
-    let replacement = Arc::new(ScriptedModel::new([text("replacement")]));
+    let replacement = Arc::new(ScriptedModel::recording([text("replacement")]));
     agent.set_model(replacement.clone());
     agent.prompt("d").await.unwrap();
     assert_eq!(replacement.calls(), 1);
@@ -191,7 +196,7 @@ async fn state_mutators() {
 
 #[tokio::test]
 async fn queues_can_be_inspected_and_cleared() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([])));
     agent.steer(Message::user("s"));
     assert!(agent.has_queued_messages());
     agent.clear_steering_queue();
@@ -251,7 +256,7 @@ async fn prompt_and_continue_while_running_fail_with_pis_texts() {
 
 #[tokio::test]
 async fn continue_needs_messages_and_something_to_answer() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([text("x")])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([text("x")])));
     assert_eq!(
         agent.continue_run().await.unwrap_err().to_string(),
         "No messages to continue from"
@@ -268,7 +273,7 @@ async fn continue_needs_messages_and_something_to_answer() {
 
 #[tokio::test]
 async fn continue_after_a_user_message_asks_the_model() {
-    let model = Arc::new(ScriptedModel::new([text("answer")]));
+    let model = Arc::new(ScriptedModel::recording([text("answer")]));
     let agent = Agent::new(model.clone());
     agent.append_message(Message::user("question"));
     agent.continue_run().await.unwrap();
@@ -278,7 +283,7 @@ async fn continue_after_a_user_message_asks_the_model() {
 
 #[tokio::test]
 async fn continue_processes_a_queued_follow_up_from_an_assistant_tail() {
-    let model = Arc::new(ScriptedModel::new([text("follow-up answer")]));
+    let model = Arc::new(ScriptedModel::recording([text("follow-up answer")]));
     let agent = Agent::new(model.clone());
     agent.append_message(Message::user("q"));
     agent.append_message(Message::Assistant(text("a")));
@@ -290,7 +295,7 @@ async fn continue_processes_a_queued_follow_up_from_an_assistant_tail() {
 
 #[tokio::test]
 async fn continue_keeps_one_at_a_time_steering_from_an_assistant_tail() {
-    let model = Arc::new(ScriptedModel::new([text("r1"), text("r2")]));
+    let model = Arc::new(ScriptedModel::recording([text("r1"), text("r2")]));
     let agent = Agent::new(model.clone());
     agent.append_message(Message::Assistant(text("previous")));
     agent.steer(Message::user("s1"));
@@ -306,7 +311,7 @@ async fn continue_keeps_one_at_a_time_steering_from_an_assistant_tail() {
 
 #[tokio::test]
 async fn follow_ups_in_all_mode_arrive_together() {
-    let model = Arc::new(ScriptedModel::new([text("r1"), text("r2")]));
+    let model = Arc::new(ScriptedModel::recording([text("r1"), text("r2")]));
     let agent = Agent::new(model.clone()).with_follow_up_mode(QueueMode::All);
     agent.follow_up(Message::user("f1"));
     agent.follow_up(Message::user("f2"));
@@ -328,7 +333,10 @@ async fn steering_during_a_run_is_injected_after_the_turn() {
         }
         async { Ok(ToolResult::text("ok")) }
     });
-    let model = Arc::new(ScriptedModel::new([echo_call("t1", "x"), text("adjusted")]));
+    let model = Arc::new(ScriptedModel::recording([
+        echo_call("t1", "x"),
+        text("adjusted"),
+    ]));
     let agent = Agent::new(model.clone());
     agent.set_tool_list(vec![tool.arc()]);
     *agent_slot.lock().unwrap() = Some(agent.clone());
@@ -378,7 +386,7 @@ async fn abort_stops_a_running_tool_and_the_run() {
 
 #[tokio::test]
 async fn a_failed_response_sets_the_error() {
-    let model = Arc::new(ScriptedModel::new([AssistantMessage::failed(
+    let model = Arc::new(ScriptedModel::recording([AssistantMessage::failed(
         StopReason::Error,
         "rate limited",
     )]));
@@ -389,7 +397,7 @@ async fn a_failed_response_sets_the_error() {
 
 #[tokio::test]
 async fn session_id_is_forwarded_to_the_model() {
-    let model = Arc::new(ScriptedModel::new([text("ok")]));
+    let model = Arc::new(ScriptedModel::recording([text("ok")]));
     let mut options = StreamOptions::default();
     options.session_id = Some("session-42".into());
     let agent =
@@ -404,7 +412,7 @@ async fn session_id_is_forwarded_to_the_model() {
 #[tokio::test]
 async fn the_streaming_message_follows_the_deltas() {
     let model = Arc::new(
-        ScriptedModel::new([AssistantMessage::new(
+        ScriptedModel::recording([AssistantMessage::new(
             vec![AssistantContent::text("Hello world")],
             StopReason::Stop,
         )])
@@ -432,7 +440,7 @@ async fn the_streaming_message_follows_the_deltas() {
 
 #[tokio::test]
 async fn a_panicking_listener_does_not_break_the_agent() {
-    let agent = Agent::new(Arc::new(ScriptedModel::new([text("fine")])));
+    let agent = Agent::new(Arc::new(ScriptedModel::recording([text("fine")])));
     agent.subscribe(|_, _| async { panic!("listener bug") });
     agent.prompt("go").await.unwrap();
     assert_eq!(roles(&agent), ["user", "assistant"]);

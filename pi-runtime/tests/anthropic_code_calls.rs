@@ -215,7 +215,7 @@ fn body_of(request: &ModelRequest, tools: &[Arc<dyn AgentTool>]) -> Value {
 /// An `Agent` on a model that answers with the 15 recorded responses, and what it asked.
 async fn recorded_run(responses: &[Vec<u8>]) -> (Agent, Vec<ModelRequest>) {
     let model = Arc::new(
-        ScriptedModel::new(decoded(responses, usize::MAX)).with_identity(
+        ScriptedModel::recording(decoded(responses, usize::MAX)).with_identity(
             AnthropicMessages::API,
             "anthropic",
             MODEL,
@@ -305,7 +305,7 @@ async fn a_direct_call_of_a_code_only_tool_is_still_refused() {
         }
     }
     let done = AssistantMessage::new(vec![AssistantContent::text("done")], StopReason::Stop);
-    let model = Arc::new(ScriptedModel::new([direct, done]).with_identity(
+    let model = Arc::new(ScriptedModel::recording([direct, done]).with_identity(
         AnthropicMessages::API,
         "anthropic",
         MODEL,

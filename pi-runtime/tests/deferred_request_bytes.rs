@@ -63,7 +63,7 @@ fn bodies(tools: &[ToolSpec], messages: &[Arc<Message>]) -> Vec<(&'static str, u
 
 #[tokio::test]
 async fn deferred_requests_are_at_most_five_percent_of_full_ones() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         AssistantMessage::new(
             vec![AssistantContent::tool_call(
                 "s1",

@@ -82,7 +82,7 @@ fn assert_grows_at_the_end(requests: &[ModelRequest]) {
     for pair in requests.windows(2) {
         let (before, after) = (names(&pair[0]), names(&pair[1]));
         assert_eq!(after[..before.len()], before[..], "{before:?} -> {after:?}");
-        for (a, b) in pair[0].tools.iter().zip(&pair[1].tools) {
+        for (a, b) in pair[0].tools.iter().zip(pair[1].tools.iter()) {
             assert_eq!(a, b, "a spec changed between requests");
         }
     }
@@ -91,7 +91,7 @@ fn assert_grows_at_the_end(requests: &[ModelRequest]) {
 #[tokio::test]
 async fn search_load_call_then_resume_and_call_again_without_searching() {
     let ran = Arc::new(AtomicUsize::new(0));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(
             "s1",
             TOOL_SEARCH_NAME,
@@ -152,7 +152,7 @@ async fn search_load_call_then_resume_and_call_again_without_searching() {
     .unwrap();
     let restored: Vec<Message> = serde_json::from_str(&saved).unwrap();
 
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls("c2", "github_create_issue", json!({"title": "second bug"})),
         text("Filed again."),
     ]));
@@ -179,7 +179,7 @@ async fn search_load_call_then_resume_and_call_again_without_searching() {
 #[tokio::test]
 async fn a_deferred_tool_called_by_name_runs_validated_and_is_loaded() {
     let ran = Arc::new(AtomicUsize::new(0));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // Not loaded, never searched: its arguments are still validated ...
         calls("c1", "stripe_refund_charge", json!({})),
         // ... and a valid call runs.
@@ -218,7 +218,7 @@ async fn a_deferred_tool_called_by_name_runs_validated_and_is_loaded() {
 #[tokio::test]
 async fn searches_add_at_the_end_in_load_order_and_bad_queries_are_error_results() {
     let ran = Arc::new(AtomicUsize::new(0));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls("s1", TOOL_SEARCH_NAME, json!({"query": ""})),
         calls("s2", TOOL_SEARCH_NAME, json!({"query": {"nested": true}})),
         calls(
@@ -277,7 +277,7 @@ async fn without_deferred_tools_nothing_changes() {
             "title",
             &ran,
         ));
-    let model = Arc::new(ScriptedModel::new([text("hi")]));
+    let model = Arc::new(ScriptedModel::recording([text("hi")]));
     let agent = Agent::new(model.clone()).with_tools(tools);
     agent.prompt("hello").await.unwrap();
     assert_eq!(names(&model.requests()[0]), ["echo", "github_create_issue"]);
@@ -290,7 +290,7 @@ async fn a_tool_of_its_own_named_tool_search_is_kept_beside_the_built_in_search(
     let ran = Arc::new(AtomicUsize::new(0));
     let mut tools = registry(&ran);
     tools.register(tool(TOOL_SEARCH_NAME, "The host's own search.", "q", &ran));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls("s1", TOOL_SEARCH_NAME, json!({"q": "x"})),
         text("ok"),
     ]));
@@ -329,7 +329,7 @@ async fn a_transcript_naming_unknown_or_eager_tools_or_garbage_loads_only_what_i
         search_result("s3", json!("not an object")),
         Message::Assistant(text("ok")),
     ];
-    let model = Arc::new(ScriptedModel::new([text("hi")]));
+    let model = Arc::new(ScriptedModel::recording([text("hi")]));
     let agent = Agent::new(model.clone()).with_tools(registry(&ran));
     agent.replace_messages(transcript.into_iter().map(Arc::new).collect());
     agent.prompt("again").await.unwrap();

@@ -15,7 +15,7 @@ use pi_tool::{CancellationToken, Content, ExecutionMode, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 fn scripted(responses: Vec<AssistantMessage>) -> Arc<ScriptedModel> {
-    Arc::new(ScriptedModel::new(responses))
+    Arc::new(ScriptedModel::recording(responses))
 }
 
 #[tokio::test]

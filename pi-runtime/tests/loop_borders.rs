@@ -79,7 +79,7 @@ async fn a_call_answered_after_the_abort_grace_sends_no_more_updates() {
         let context = AgentContext::new("")
             .with_tool(leaky(stop))
             .with_tool(EchoTool);
-        let model = Arc::new(ScriptedModel::new([
+        let model = Arc::new(ScriptedModel::recording([
             calls(vec![
                 call("t1", "leaky", json!({"value": "a"})),
                 call("t2", "echo", json!({"value": "b"})),
@@ -152,7 +152,7 @@ async fn updates_queued_before_every_resume_do_not_starve_the_loop() {
     let context = AgentContext::new("")
         .with_tool(chatty(Arc::clone(&handed)))
         .with_tool(EchoTool);
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(vec![
             call("t1", "chatty", json!({"value": "a"})),
             call("t2", "echo", json!({"value": "b"})),
@@ -192,7 +192,7 @@ async fn updates_queued_before_every_resume_do_not_starve_the_loop() {
 async fn prompt_returns_while_a_leftover_task_keeps_reporting() {
     let stop = Arc::new(AtomicBool::new(false));
     let _stop = StopOnDrop(Arc::clone(&stop));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(vec![call("t1", "leaky", json!({"value": "a"}))]),
         text("never"),
     ]));
@@ -258,7 +258,7 @@ async fn a_tool_cancelling_its_own_signal_stops_only_itself() {
             Ok(ToolResult::text(seen))
         });
         let context = AgentContext::new("").with_tools([quitter.arc(), witness.arc()]);
-        let model = Arc::new(ScriptedModel::new([
+        let model = Arc::new(ScriptedModel::recording([
             calls(vec![
                 call("t1", "quitter", json!({"value": "a"})),
                 call("t2", "witness", json!({"value": "b"})),
@@ -312,7 +312,7 @@ async fn aborting_the_run_still_reaches_each_calls_own_signal() {
         }
     });
     let context = AgentContext::new("").with_tool(waiter);
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(vec![call("t1", "waiter", json!({"value": "a"}))]),
         text("never"),
     ]));
@@ -345,7 +345,7 @@ async fn temperature(settings: pi_tool::State<Settings>) -> String {
 
 #[tokio::test]
 async fn a_run_whose_tool_lacks_its_state_stops_before_asking_the_model() {
-    let model = Arc::new(ScriptedModel::new([text("never")]));
+    let model = Arc::new(ScriptedModel::recording([text("never")]));
     let context = AgentContext::new("").with_tool(TemperatureTool);
     let run = agent_loop(
         vec![Message::user("go")],
@@ -395,7 +395,7 @@ async fn a_tool_activated_mid_run_that_lacks_its_state_stops_the_next_request() 
     let context = AgentContext::new("")
         .with_available(available)
         .with_tool(unlock);
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(vec![call("t1", "unlock", json!({}))]),
         text("never"),
     ]));

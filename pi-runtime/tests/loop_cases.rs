@@ -16,7 +16,7 @@ use pi_tool::{CancellationToken, ExecutionMode, ToolError, ToolRegistry, ToolRes
 use serde_json::{Value, json};
 
 fn scripted(responses: Vec<AssistantMessage>) -> Arc<ScriptedModel> {
-    Arc::new(ScriptedModel::new(responses))
+    Arc::new(ScriptedModel::recording(responses))
 }
 
 fn custom(kind: &str) -> Message {
@@ -534,7 +534,8 @@ async fn streamed_deltas_become_message_updates() {
         StopReason::ToolUse,
     );
     let model = Arc::new(
-        ScriptedModel::new([message.clone(), text("done")]).streaming(ScriptedStreaming::Deltas),
+        ScriptedModel::recording([message.clone(), text("done")])
+            .streaming(ScriptedStreaming::Deltas),
     );
     let events = run(echo_tools(), AgentLoopConfig::new(), model).await;
     // Rebuild the message from the start and the updates, as a UI would.

@@ -274,7 +274,7 @@ async fn the_loop_runs_a_programs_call_of_a_code_only_tool_and_refuses_a_direct_
     );
     let done = AssistantMessage::new(vec![AssistantContent::text("done")], StopReason::Stop);
     let model = Arc::new(
-        ScriptedModel::new([program_call, direct, done]).with_identity(
+        ScriptedModel::recording([program_call, direct, done]).with_identity(
             "openai-responses",
             "openai",
             "gpt-5.6",
@@ -303,7 +303,7 @@ async fn the_loop_runs_a_programs_call_of_a_code_only_tool_and_refuses_a_direct_
 #[tokio::test]
 async fn without_the_option_code_only_tools_stay_unsent() {
     let model = Arc::new(
-        ScriptedModel::new([AssistantMessage::new(
+        ScriptedModel::recording([AssistantMessage::new(
             vec![AssistantContent::text("hi")],
             StopReason::Stop,
         )])

@@ -555,7 +555,7 @@ fn searched_and_called(id: &str) -> AssistantMessage {
 #[tokio::test]
 async fn an_agent_with_the_native_search_sends_every_tool_and_resumes_from_its_file() {
     let scripted = || {
-        ScriptedModel::new([
+        ScriptedModel::recording([
             searched_and_called("toolu_1"),
             AssistantMessage::new(vec![AssistantContent::text("Sunny.")], StopReason::Stop),
         ])
@@ -613,7 +613,7 @@ async fn an_agent_with_the_native_search_sends_every_tool_and_resumes_from_its_f
     assert_eq!(assistant[2]["type"], json!("tool_use"));
 
     // A model without a search of its own keeps the local one, with the same setting.
-    let local = Arc::new(ScriptedModel::new([AssistantMessage::new(
+    let local = Arc::new(ScriptedModel::recording([AssistantMessage::new(
         vec![AssistantContent::text("ok")],
         StopReason::Stop,
     )]));
@@ -641,7 +641,7 @@ async fn the_native_search_never_sends_a_tool_only_code_may_call() {
     let mut tools = registry();
     tools.register_arc(code_only);
     let model = Arc::new(
-        ScriptedModel::new([AssistantMessage::new(
+        ScriptedModel::recording([AssistantMessage::new(
             vec![AssistantContent::text("ok")],
             StopReason::Stop,
         )])

@@ -97,7 +97,7 @@ fn name_and_parent(
 
 #[tokio::test]
 async fn nested_calls_go_through_the_hooks_which_see_the_parent_and_emit_no_events() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         relay_call("c1", "add", json!({"a": 2, "b": 3})),
         relay_call("c2", "add", json!({"a": 40, "b": 2})),
         done(),
@@ -176,7 +176,7 @@ async fn nested_calls_go_through_the_hooks_which_see_the_parent_and_emit_no_even
 #[tokio::test]
 async fn the_runs_timeout_and_abort_reach_nested_calls() {
     // The run's default timeout bounds a nested call of a tool without one of its own.
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         relay_call("c1", "forever", json!({})),
         done(),
     ]));
@@ -197,7 +197,7 @@ async fn the_runs_timeout_and_abort_reach_nested_calls() {
     );
 
     // An abort of the run reaches a nested call through its parent's signal.
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         relay_call("c1", "wait_for_abort", json!({})),
         done(),
     ]));
@@ -230,7 +230,7 @@ async fn the_runs_timeout_and_abort_reach_nested_calls() {
 
 #[tokio::test]
 async fn a_code_only_tool_is_never_offered_and_refused_when_called_directly() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         AssistantMessage::new(
             vec![AssistantContent::tool_call(
                 "c1",

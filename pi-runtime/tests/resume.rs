@@ -68,7 +68,7 @@ async fn paused_with(model: Arc<ScriptedModel>, config: AgentLoopConfig) -> RunS
 }
 
 async fn paused() -> (RunState, Arc<ScriptedModel>) {
-    let model = Arc::new(ScriptedModel::new([first(), text("all done")]));
+    let model = Arc::new(ScriptedModel::recording([first(), text("all done")]));
     let state = paused_with(Arc::clone(&model), AgentLoopConfig::new()).await;
     (state, model)
 }
@@ -210,7 +210,7 @@ async fn bad_decisions_are_refused_and_change_nothing() {
 
 /// Resumes expecting a refusal; returns the error and checks the state came back unchanged.
 fn refused(state: RunState, context: AgentContext) -> ResumeError {
-    let model = Arc::new(ScriptedModel::new([text("unused")]));
+    let model = Arc::new(ScriptedModel::recording([text("unused")]));
     let original = state.clone();
     let refused = agent_loop_resume(
         Resume::new(state),
@@ -377,7 +377,7 @@ async fn resumed_calls_go_through_the_hooks_and_a_suspending_hook_does_not_stop_
         .after_tool_call(|ctx| async move {
             Ok(pi_runtime::AfterToolCall::keep().details(json!({"after": ctx.tool_call.id})))
         });
-    let model = Arc::new(ScriptedModel::new([first(), text("done")]));
+    let model = Arc::new(ScriptedModel::recording([first(), text("done")]));
     let mut state = paused_with(Arc::clone(&model), config.clone()).await;
     assert_eq!(state.waiting()[0].reason, "a person checks refunds");
     state.approve("c1").unwrap();
@@ -392,7 +392,7 @@ async fn resumed_calls_go_through_the_hooks_and_a_suspending_hook_does_not_stop_
 
 #[tokio::test]
 async fn an_agent_pauses_and_resumes() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         calls(vec![call("c1", "refund", json!({"cents": 9}))]),
         text("refunded"),
     ]));
@@ -446,7 +446,7 @@ async fn a_deferred_tool_loaded_before_the_pause_is_still_loaded_after_it() {
         all
     };
     // The deferred tool is called by name (which loads it) next to a call that waits.
-    let model = Arc::new(ScriptedModel::new([calls(vec![
+    let model = Arc::new(ScriptedModel::recording([calls(vec![
         call("c1", "stripe_refund_charge", json!({"charge": "ch_1"})),
         call("c2", "refund", json!({"cents": 5})),
     ])]));
@@ -467,7 +467,7 @@ async fn a_deferred_tool_loaded_before_the_pause_is_still_loaded_after_it() {
     let mut state_again = RunState::from_json(&state.to_json()).unwrap();
     state_again.approve("c2").unwrap();
     state = state_again;
-    let model = Arc::new(ScriptedModel::new([text("done")]));
+    let model = Arc::new(ScriptedModel::recording([text("done")]));
     let resumed = agent_loop_resume(
         Resume::new(state),
         AgentContext::new("test").with_registry(registry()),

@@ -120,7 +120,7 @@ fn result(id: &str, name: &str, details: Value) -> Arc<Message> {
 /// API's own search is used.
 fn scripted(api: &'static str, provider: &'static str) -> Arc<ScriptedModel> {
     Arc::new(
-        ScriptedModel::new([AssistantMessage::new(
+        ScriptedModel::recording([AssistantMessage::new(
             vec![pi_runtime::AssistantContent::text("ok")],
             pi_runtime::StopReason::Stop,
         )])
@@ -208,7 +208,7 @@ fn defined(body: &Value) -> Vec<String> {
 #[tokio::test]
 async fn a_users_tool_search_leaves_the_built_in_search_reachable_in_the_local_mode() {
     let tools = catalog(Some(users_tool_search(true)));
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // The built-in search under its other name finds the user's tool...
         AssistantMessage::new(
             vec![pi_runtime::AssistantContent::tool_call(

@@ -94,7 +94,7 @@ async fn run(
 
 #[tokio::test]
 async fn prepare_next_turn_swaps_the_tools_keeps_the_order_and_tells_the_model() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "alpha"),
         call("c2", "gamma"),
         call("c3", "alpha"),
@@ -144,7 +144,10 @@ async fn prepare_next_turn_swaps_the_tools_keeps_the_order_and_tells_the_model()
 
 #[tokio::test]
 async fn an_update_that_keeps_the_offered_names_announces_nothing() {
-    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("done")]));
+    let model = Arc::new(ScriptedModel::recording([
+        call("c1", "alpha"),
+        text("done"),
+    ]));
     let context = AgentContext::new("").with_tools([tool("alpha"), tool("beta")]);
     let config = AgentLoopConfig::new().prepare_next_turn(|_turn| async {
         // The same names in another order, and a new prompt.
@@ -168,8 +171,8 @@ async fn an_update_that_keeps_the_offered_names_announces_nothing() {
 
 #[tokio::test]
 async fn prepare_request_runs_before_every_request_and_can_swap_the_model() {
-    let first = Arc::new(ScriptedModel::new([call("c1", "alpha")]));
-    let second = Arc::new(ScriptedModel::new([text("from the second model")]));
+    let first = Arc::new(ScriptedModel::recording([call("c1", "alpha")]));
+    let second = Arc::new(ScriptedModel::recording([text("from the second model")]));
     let indexes = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&indexes);
     let swap_to = Arc::clone(&second);
@@ -204,7 +207,7 @@ fn assert_failed_with(added: &[Arc<Message>], text: &str) {
 
 #[tokio::test]
 async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
-    let model = Arc::new(ScriptedModel::new([text("never")]));
+    let model = Arc::new(ScriptedModel::recording([text("never")]));
     let config = AgentLoopConfig::new().prepare_request(|_request| async {
         panic!("no request today");
         #[allow(unreachable_code)]
@@ -215,7 +218,10 @@ async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
     assert_failed_with(&added, "prepare_request panicked: no request today");
 
     // `prepare_next_turn` the same, for the second request (the first was made).
-    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("never")]));
+    let model = Arc::new(ScriptedModel::recording([
+        call("c1", "alpha"),
+        text("never"),
+    ]));
     let config = AgentLoopConfig::new().prepare_next_turn(|_turn| async {
         panic!("no next turn");
         #[allow(unreachable_code)]
@@ -229,7 +235,10 @@ async fn a_panicking_prepare_hook_fails_the_request_with_its_text() {
 
 #[tokio::test]
 async fn a_panicking_finish_turn_stops_the_run_after_turn_end() {
-    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("never")]));
+    let model = Arc::new(ScriptedModel::recording([
+        call("c1", "alpha"),
+        text("never"),
+    ]));
     let config = AgentLoopConfig::new().finish_turn(|_turn| async {
         panic!("no finish");
         #[allow(unreachable_code)]
@@ -249,7 +258,10 @@ async fn a_panicking_finish_turn_stops_the_run_after_turn_end() {
 #[tokio::test]
 async fn finish_turn_ends_before_turn_end_and_continue_forces_one_more_request() {
     // End: the model called a tool, but the run ends after that turn.
-    let model = Arc::new(ScriptedModel::new([call("c1", "alpha"), text("unused")]));
+    let model = Arc::new(ScriptedModel::recording([
+        call("c1", "alpha"),
+        text("unused"),
+    ]));
     let order = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&order);
     let config = AgentLoopConfig::new().finish_turn(move |turn| {
@@ -274,7 +286,7 @@ async fn finish_turn_ends_before_turn_end_and_continue_forces_one_more_request()
     assert_eq!(*order.lock().unwrap(), ["finish_turn", "turn_end"]);
 
     // Continue: the model answered without a call, and one more request is made anyway.
-    let model = Arc::new(ScriptedModel::new([text("first"), text("second")]));
+    let model = Arc::new(ScriptedModel::recording([text("first"), text("second")]));
     let asked = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&asked);
     let config = AgentLoopConfig::new().finish_turn(move |_turn| {
@@ -288,7 +300,7 @@ async fn finish_turn_ends_before_turn_end_and_continue_forces_one_more_request()
 
 #[tokio::test]
 async fn should_stop_after_turn_still_ends_a_run_finish_turn_continues() {
-    let model = Arc::new(ScriptedModel::new([text("first"), text("second")]));
+    let model = Arc::new(ScriptedModel::recording([text("first"), text("second")]));
     let config = AgentLoopConfig::new()
         .finish_turn(|_turn| async { Some(FinishTurn::Continue) })
         .should_stop_after_turn(|_turn| async { true });
@@ -336,7 +348,7 @@ impl Model for BufferWatcher {
 #[tokio::test]
 async fn turn_hooks_share_the_runs_transcript_instead_of_copying_it() {
     let model = Arc::new(BufferWatcher {
-        inner: ScriptedModel::new([call("c1", "a"), call("c2", "a"), text("done")]),
+        inner: ScriptedModel::recording([call("c1", "a"), call("c2", "a"), text("done")]),
         seen: Mutex::new(Vec::new()),
     });
     type Seen = Arc<Mutex<Vec<usize>>>;
@@ -390,7 +402,7 @@ async fn turn_hooks_share_the_runs_transcript_instead_of_copying_it() {
 
 #[tokio::test]
 async fn agent_set_tools_during_a_run_takes_effect_at_the_next_turn() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "alpha"),
         call("c2", "delta"),
         text("done"),
@@ -498,7 +510,7 @@ fn text_of(content: &Value) -> String {
 
 #[tokio::test]
 async fn a_swap_keeps_loaded_deferred_tools_loaded_and_the_request_prefix() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         // Calling a deferred tool by name loads it.
         call("c1", "xray"),
         call("c2", "zulu"),

@@ -451,7 +451,7 @@ fn call(id: &str, name: &str, args: Value) -> AssistantMessage {
 
 #[tokio::test]
 async fn spent_retries_end_in_a_typed_error_with_the_last_answer() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         text("sunny"),
         text(MISSING_HIGH),
         text("never asked"),
@@ -482,7 +482,7 @@ async fn spent_retries_end_in_a_typed_error_with_the_last_answer() {
 
 #[tokio::test]
 async fn by_default_two_retries_then_the_error() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         text("{}"),
         text("{}"),
         text("{}"),
@@ -502,7 +502,7 @@ async fn by_default_two_retries_then_the_error() {
 #[tokio::test]
 async fn without_structured_output_the_output_tool_is_offered() {
     // A scripted model has no structured output: Auto picks the output tool.
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "lookup_weather", json!({"city": "Zürich"})),
         text("It is sunny."),
         call(
@@ -536,7 +536,7 @@ async fn without_structured_output_the_output_tool_is_offered() {
 
 #[tokio::test]
 async fn a_non_object_type_is_wrapped_and_unwrapped() {
-    let model = Arc::new(ScriptedModel::new([call(
+    let model = Arc::new(ScriptedModel::recording([call(
         "c1",
         "final_result",
         json!({"value": ["a", "b"]}),
@@ -550,7 +550,7 @@ async fn a_non_object_type_is_wrapped_and_unwrapped() {
 
 #[tokio::test]
 async fn a_failed_model_and_a_taken_tool_name_are_typed_errors() {
-    let model = Arc::new(ScriptedModel::new([AssistantMessage::failed(
+    let model = Arc::new(ScriptedModel::recording([AssistantMessage::failed(
         StopReason::Error,
         "overloaded",
     )]));
@@ -563,7 +563,7 @@ async fn a_failed_model_and_a_taken_tool_name_are_typed_errors() {
         "{error:?}"
     );
 
-    let model = Arc::new(ScriptedModel::new([text(VALID)]));
+    let model = Arc::new(ScriptedModel::recording([text(VALID)]));
     let agent = Agent::new(model.clone()).with_tools(registry());
     let options = OutputOptions::new().tool_name("lookup_weather");
     let error = agent
@@ -578,7 +578,7 @@ async fn a_failed_model_and_a_taken_tool_name_are_typed_errors() {
 #[tokio::test]
 async fn hooks_that_replace_the_tools_or_the_options_keep_the_answers_tool_and_format() {
     // The tools replaced after the first turn: the output tool stays offered.
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "lookup_weather", json!({"city": "Zürich"})),
         call(
             "c2",
@@ -636,7 +636,7 @@ struct Receipt {
 
 #[tokio::test]
 async fn a_typed_run_that_waits_for_approval_resumes_typed() {
-    let model = Arc::new(ScriptedModel::new([
+    let model = Arc::new(ScriptedModel::recording([
         call("c1", "refund", json!({"order": 7})),
         call("c2", "final_result", json!({"order": 7, "refunded": true})),
     ]));
@@ -674,7 +674,7 @@ async fn a_typed_run_that_waits_for_approval_resumes_typed() {
 async fn agent_loop_resume_output_resumes_a_paused_typed_run_in_a_fresh_context() {
     let context =
         || AgentContext::new("You refund.").with_registry(ToolRegistry::new().with(RefundTool));
-    let model = Arc::new(ScriptedModel::new([call(
+    let model = Arc::new(ScriptedModel::recording([call(
         "c1",
         "refund",
         json!({"order": 7}),
@@ -696,7 +696,7 @@ async fn agent_loop_resume_output_resumes_a_paused_typed_run_in_a_fresh_context(
     *state = serde_json::from_str(&json).unwrap();
     state.deny("c1", "not this one").unwrap();
 
-    let model = Arc::new(ScriptedModel::new([call(
+    let model = Arc::new(ScriptedModel::recording([call(
         "c2",
         "final_result",
         json!({"order": 7, "refunded": false}),

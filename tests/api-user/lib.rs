@@ -218,7 +218,7 @@ mod tests {
             .unwrap()
             .clone();
         let answer = answer_call(&call, "a cat on a mat");
-        let model = Arc::new(ScriptedModel::new([AssistantMessage::new(
+        let model = Arc::new(ScriptedModel::recording([AssistantMessage::new(
             vec![AssistantContent::text("It is a cat.")],
             StopReason::Stop,
         )]));

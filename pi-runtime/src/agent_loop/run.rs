@@ -569,7 +569,8 @@ impl Run {
         let llm_messages = self
             .llm_messages()
             .await
-            .map_err(|text| self.failed(StopReason::Error, text))?;
+            .map_err(|text| self.failed(StopReason::Error, text))?
+            .map(Transcript::from);
         let keyed_options;
         let options = match &self.config.get_api_key {
             Some(resolve) => {
@@ -601,13 +602,14 @@ impl Run {
         }
         self.state_checked
             .store(self.tools.tools().len(), Ordering::Relaxed);
+        let messages = llm_messages.as_ref().unwrap_or(&self.transcript);
         let context = Context {
             system_prompt: &self.system_prompt,
-            messages: llm_messages.as_deref().unwrap_or(&self.transcript),
+            messages,
             tools: self.offered_specs(),
         };
         // One panic guard around the whole response (not one per streamed event).
-        let streamed = guarded(|| self.stream_response(context, options, started)).await;
+        let streamed = guarded(|| self.stream_response(context, messages, options, started)).await;
         match streamed {
             Ok(outcome) => outcome,
             Err(panic) => {
@@ -617,13 +619,16 @@ impl Run {
     }
 
     /// Streams one response, emitting its start and updates; returns the final message.
+    /// `messages` is the transcript `context` lends the model, lent also as a snapshot to the
+    /// crate's test models, which keep the request.
     async fn stream_response(
         &self,
         context: Context<'_>,
+        messages: &Transcript,
         options: &StreamOptions,
         started: &mut bool,
     ) -> Result<AssistantMessage, AssistantMessage> {
-        let mut stream = self.model.stream(context, options);
+        let mut stream = crate::transcript::lend(messages, || self.model.stream(context, options));
         loop {
             match stream.next().await {
                 None => {

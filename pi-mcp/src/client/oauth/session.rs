@@ -128,14 +128,16 @@ impl OAuthSession {
                 );
             }
         }
+        #[cfg(feature = "jwt")]
         let client = match dpop {
-            #[cfg(feature = "jwt")]
             Some(key) => OAuthHttp::Dpop(AuthClient::new(
                 super::dpop_http::DpopHttp { http, key },
                 manager,
             )),
-            _ => OAuthHttp::Bearer(AuthClient::new(http, manager)),
+            None => OAuthHttp::Bearer(AuthClient::new(http, manager)),
         };
+        #[cfg(not(feature = "jwt"))]
+        let client = OAuthHttp::Bearer(AuthClient::new(http, manager));
         let session = Arc::new(OAuthSession {
             config,
             server: url,
@@ -716,5 +718,101 @@ mod tests {
             Some("mcp:basic mcp:write")
         );
         assert_eq!(challenge_scope("Bearer", &server), None);
+    }
+
+    /// A PKCS#8 PEM of a fresh P-256 key.
+    #[cfg(feature = "jwt")]
+    fn fresh_key_pem() -> String {
+        use base64::Engine as _;
+        use p256::pkcs8::EncodePrivateKey as _;
+        let mut bytes = [7u8; 32];
+        getrandom::fill(&mut bytes).unwrap();
+        let der = p256::SecretKey::from_slice(&bytes)
+            .unwrap()
+            .to_pkcs8_der()
+            .unwrap();
+        let text = base64::engine::general_purpose::STANDARD.encode(der.as_bytes());
+        let lines: Vec<&str> = text
+            .as_bytes()
+            .chunks(64)
+            .map(|line| std::str::from_utf8(line).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
+    /// rmcp's private_key_jwt exchange runs on a blocking thread with the runtime's handle:
+    /// it must work on a current-thread runtime too (this test's), where only the thread in
+    /// `block_on` drives the I/O.
+    #[cfg(feature = "jwt")]
+    #[tokio::test]
+    async fn a_private_key_jwt_token_request_works_on_a_current_thread_runtime() {
+        use axum::http::StatusCode;
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(|body: String| async move {
+                let form: std::collections::HashMap<String, String> =
+                    url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect();
+                let signed = form.get("client_assertion_type").map(String::as_str)
+                    == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+                    && form
+                        .get("client_assertion")
+                        .is_some_and(|jwt| jwt.split('.').count() == 3)
+                    && form.get("grant_type").map(String::as_str) == Some("client_credentials");
+                if signed {
+                    (
+                        StatusCode::OK,
+                        r#"{"access_token":"at-1","token_type":"Bearer","expires_in":3600}"#,
+                    )
+                } else {
+                    (StatusCode::UNAUTHORIZED, r#"{"error":"invalid_client"}"#)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let server = Url::parse(&format!("{base}/mcp")).unwrap();
+        let config = OAuthConfig::client_credentials_private_key(
+            "svc",
+            fresh_key_pem(),
+            SigningAlgorithm::Es256,
+        );
+        let fetcher = Arc::new(OAuthFetcher::new(&server, false).unwrap());
+        let mut manager = new_manager(&config, &server, &fetcher).await.unwrap();
+        let mut metadata = AuthorizationMetadata::default();
+        metadata.issuer = Some(base.clone());
+        metadata.authorization_endpoint = format!("{base}/authorize");
+        metadata.token_endpoint = format!("{base}/token");
+        manager.set_metadata(metadata);
+        let Grant::ClientCredentials {
+            authentication: ClientAuthentication::PrivateKey { pem, algorithm },
+            ..
+        } = &config.grant
+        else {
+            unreachable!()
+        };
+        let credentials = ClientCredentialsConfig::PrivateKeyJwt {
+            client_id: "svc".to_owned(),
+            signing_key: pem.clone().into_bytes(),
+            signing_algorithm: rmcp_algorithm(*algorithm),
+            token_endpoint_audience: None,
+            scopes: Vec::new(),
+            resource: Some(server.to_string()),
+        };
+        manager.configure_client_credentials(&credentials).unwrap();
+        let manager = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            exchange_client_credentials(manager, credentials),
+        )
+        .await
+        .expect("the exchange does not hang")
+        .unwrap();
+        assert_eq!(manager.get_access_token().await.unwrap(), "at-1");
     }
 }

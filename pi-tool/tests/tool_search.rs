@@ -28,8 +28,9 @@ fn tools(servers: usize) -> Vec<Arc<dyn AgentTool>> {
 /// A regression guard on the project's own generated catalog. Its queries were written against
 /// the first ranker (48 of 50 then); since issue 33 the ranking is measured on a public set of
 /// real tools and human-checked questions (`cargo bench -p pi-tool --bench retrieval`, see the
-/// README), where it went from 58% to 62% in the top 5, and this catalog, whose ten tools per
-/// resource differ by one verb, finds 44 of 50.
+/// README), where it went from 58% to 64% in the top 5, and this catalog, whose ten tools per
+/// resource differ by one verb, finds 47 of 50 (44 before the stop words, one-word names and
+/// idf power of the second round).
 #[test]
 fn the_expected_tool_is_in_the_top_five_for_most_queries() {
     let tools = tools(10);
@@ -52,7 +53,7 @@ fn the_expected_tool_is_in_the_top_five_for_most_queries() {
         catalog::QUERIES.len()
     );
     assert!(
-        hits * 100 >= catalog::QUERIES.len() * 86,
+        hits * 100 >= catalog::QUERIES.len() * 94,
         "only {hits}/{} in the top 5; misses:\n{}",
         catalog::QUERIES.len(),
         misses.join("\n")

@@ -1,4 +1,5 @@
-//! Okapi BM25 (k1 = 1.2, b = 0.75) over a fixed set of documents, built once.
+//! Okapi BM25 (k1 = 1.2, b = 0.75, idf raised to the power 1.5) over a fixed set of documents,
+//! built once.
 //!
 //! Written here rather than taken from the `bm25` crate (2.3.2, the one maintained BM25 crate
 //! on crates.io), which was checked: it hashes terms to 32-bit ids (two terms can collide), it
@@ -15,6 +16,19 @@ use rustc_hash::FxHashMap;
 const K1: f32 = 1.2;
 /// Length normalization.
 const B: f32 = 0.75;
+/// The power idf is raised to: the rarer words of a question decide more than in textbook BM25
+/// (1). Questions are sentences of many words, most of them common in tool descriptions too
+/// ("current", "information", "find"); the one rare word usually names what is wanted. Same
+/// session, same code otherwise, top 5: MetaTool 63.1% -> 63.6% (63.7% at 2, 62.3% at 3),
+/// ToolLens 9.2% -> 10.0%, the generated catalog of `tests/tool_search.rs` 45 -> 47 of 50.
+const IDF_POWER: f32 = 1.5;
+
+/// Lucene's idf (never negative, even for a term in every document), raised to [`IDF_POWER`].
+fn idf(documents: f32, with_term: f32) -> f32 {
+    (1.0 + (documents - with_term + 0.5) / (with_term + 0.5))
+        .ln()
+        .powf(IDF_POWER)
+}
 
 /// An inverted index whose postings carry their finished BM25 weight (idf × saturated tf).
 #[derive(Debug, Default)]
@@ -94,8 +108,7 @@ impl Bm25 {
                     }
                 }
                 let df = per_doc.len() as f32;
-                // Lucene's idf: never negative, even for a term in every document.
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                let idf = idf(n, df);
                 per_doc
                     .into_iter()
                     .map(|(doc, tf)| {
@@ -257,7 +270,7 @@ mod tests {
         // Two documents; "cat" in one of them, once, in a document of average length.
         let index = build(vec![doc("cat dog"), doc("dog bird")]);
         let hits = index.search(&query(&["cat"]), &[], 10);
-        let idf = (1.0_f32 + (2.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
+        let idf = (1.0_f32 + (2.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln().powf(1.5);
         let expected = idf * (K1 + 1.0) / (1.0 + K1);
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].doc, 0);
@@ -290,6 +303,27 @@ mod tests {
     }
 
     #[test]
+    fn one_rare_word_outweighs_two_common_ones() {
+        // Ten documents of two words; c1 and c2 are in three each, r in one.
+        let index = build(vec![
+            doc("c1 c2"),
+            doc("r x"),
+            doc("c1 y"),
+            doc("c1 z"),
+            doc("c2 w"),
+            doc("c2 v"),
+            doc("f1 f2"),
+            doc("f3 f4"),
+            doc("f5 f6"),
+            doc("f7 f8"),
+        ]);
+        // Textbook idf: 2 x 1.15 for the common pair against 1.99 for the rare word; raised to
+        // 1.5: 2 x 1.23 against 2.81.
+        let hits = index.search(&query(&["r", "c1", "c2"]), &[], 2);
+        assert_eq!(docs_of(&hits), [1, 0]);
+    }
+
+    #[test]
     fn a_fields_weight_counts_in_frequency_and_length() {
         // Field 0 weighs 3: "x" there counts as three, in a document of length 3 + 1.
         let docs = vec![
@@ -299,7 +333,7 @@ mod tests {
         let index = Bm25::build(docs, &[3.0, 1.0]);
         let hits = index.search(&query(&["x"]), &[], 5);
         assert_eq!(docs_of(&hits), [0, 1]);
-        let idf = (1.0_f32 + (2.0 - 2.0 + 0.5) / (2.0 + 0.5)).ln();
+        let idf = (1.0_f32 + (2.0 - 2.0 + 0.5) / (2.0 + 0.5)).ln().powf(1.5);
         let expected = idf * 3.0 * (K1 + 1.0) / (3.0 + K1);
         assert!((hits[0].score - expected).abs() < 1e-6, "{hits:?}");
     }

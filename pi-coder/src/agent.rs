@@ -1,21 +1,21 @@
 //! [`CodingAgent`]: a conversation with a model over the coding tools, as pi's `AgentSession`
 //! runs one: the transcript and its session file, the model and thinking level, compaction
 //! (automatic near the context window, on a context-overflow error then retry, or asked for),
-//! the user's own `!` commands, steering and follow-up queues, `bash` approval through
-//! `before_tool_call`, and one [`agent_loop`] run per prompt.
+//! the user's own `!` commands, steering and follow-up queues, `bash` approval as a call that
+//! waits (asked of the in-process approver, or the run pauses: see `waiting`), and one
+//! [`agent_loop`] run per prompt.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use futures_util::StreamExt;
 use pi_runtime::{
     AfterToolCall, AgentContext, AgentEvent, AgentLoopConfig, AgentStream, AssistantMessage,
-    BeforeToolCall, Message, Model, QueueMode, StopReason, StreamOptions, ThinkingLevel,
-    UserMessage, agent_loop, agent_loop_continue,
+    Message, Model, QueueMode, StopReason, StreamOptions, ThinkingLevel, UserMessage, agent_loop,
+    agent_loop_continue,
 };
 use pi_tool::{BoxFuture, CancellationToken, Content, ToolRegistry};
 use serde_json::{Value, json};
@@ -27,6 +27,11 @@ use crate::compaction::{
 use crate::events::{CompactionEnd, Observer};
 use crate::models::ModelInfo;
 use crate::session::Session;
+
+mod waiting;
+
+pub use waiting::LEFT_WAITING;
+pub(crate) use waiting::command_of;
 
 /// What the model is told when the user declines a command.
 pub const DECLINED: &str = "The user declined to run this command.";
@@ -326,13 +331,15 @@ pub struct CodingAgent {
     shell_prefix: Option<String>,
     pending_bash: Vec<Value>,
     output_dir: PathBuf,
+    /// The run that paused on calls waiting for a decision, until they are settled
+    /// ([`resume_waiting`](Self::resume_waiting)) or left behind by a new prompt.
+    paused: Option<pi_runtime::RunState>,
 }
 
 /// What the event consumer ([`CodingAgent::prompt`]) and the approval hook share: which calls'
 /// headers have been rendered (the hook waits for its call's before asking, so the question
 /// never comes before the header or glued to the model's text), how long the user took to
-/// answer, taken out of the durations shown so they time only the tools, and whether a call
-/// was refused because no one could be asked.
+/// answer, taken out of the durations shown so they time only the tools.
 #[derive(Debug)]
 struct CallProgress {
     rendered: Mutex<HashSet<String>>,
@@ -341,8 +348,6 @@ struct CallProgress {
     waited_ms: AtomicU64,
     /// `waited_ms` when each running call started.
     waited_at_start: Mutex<HashMap<String, u64>>,
-    /// A call was blocked by [`Approval::Never`] in this prompt.
-    refused: AtomicBool,
 }
 
 impl CallProgress {
@@ -352,7 +357,6 @@ impl CallProgress {
             changed: tokio::sync::watch::Sender::new(0),
             waited_ms: AtomicU64::new(0),
             waited_at_start: Mutex::new(HashMap::new()),
-            refused: AtomicBool::new(false),
         }
     }
 
@@ -409,6 +413,17 @@ impl fmt::Debug for CodingAgent {
     }
 }
 
+impl PromptOutcome {
+    /// A run that ended normally, so far.
+    fn stopped() -> Self {
+        PromptOutcome {
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            approval_refused: false,
+        }
+    }
+}
+
 impl CodingAgent {
     /// A new conversation with `model` and `tools` (which carry their `Workspace` state), pi's
     /// coding system prompt for `cwd`, nothing saved, and every `bash` call refused
@@ -438,6 +453,7 @@ impl CodingAgent {
             shell_prefix: None,
             pending_bash: Vec::new(),
             output_dir: std::env::temp_dir(),
+            paused: None,
         }
     }
 
@@ -520,6 +536,7 @@ impl CodingAgent {
     pub fn with_session(mut self, session: Session, earlier: Vec<Message>) -> Self {
         self.transcript = earlier.into_iter().map(Arc::new).collect();
         self.session = session;
+        self.load_paused();
         self
     }
 
@@ -788,6 +805,7 @@ impl CodingAgent {
         observer: &mut dyn Observer,
     ) -> PromptOutcome {
         self.flush_pending_bash();
+        self.leave_waiting_behind();
         // pi checks before sending too (an aborted answer may have left the context too large).
         if let Some(last) = self.last_assistant() {
             self.check_compaction(&last, false, &signal, observer).await;
@@ -796,6 +814,9 @@ impl CodingAgent {
         let prompt = Message::User(UserMessage::new(content));
         let mut outcome = self.run(vec![prompt], &signal, observer).await;
         while let Some(last) = self.last_assistant() {
+            if self.paused.is_some() {
+                break;
+            }
             if !self.check_compaction(&last, true, &signal, observer).await {
                 break;
             }
@@ -820,33 +841,46 @@ impl CodingAgent {
         signal: &CancellationToken,
         observer: &mut dyn Observer,
     ) -> PromptOutcome {
-        let offered: Vec<_> = self
-            .tool_names()
-            .into_iter()
-            .filter_map(|name| self.tools.get(name))
-            .collect();
-        let context = AgentContext {
-            messages: self.transcript.clone(),
-            ..AgentContext::new(self.system_prompt.clone())
-                .with_available(self.tools.clone())
-                .with_tools(offered)
-        };
-        let config = self.config();
-        self.progress.refused.store(false, Ordering::SeqCst);
-        let mut outcome = PromptOutcome {
-            stop_reason: StopReason::Stop,
-            error_message: None,
-            approval_refused: false,
-        };
+        let context = self.run_context();
+        let config = self.run_config(signal);
         let model = Arc::clone(&self.model);
         let stream: AgentStream = if prompts.is_empty() {
             match agent_loop_continue(context, config, model, signal.clone()) {
                 Ok(stream) => stream,
-                Err(_) => return outcome,
+                Err(_) => return PromptOutcome::stopped(),
             }
         } else {
             agent_loop(prompts, context, config, model, signal.clone())
         };
+        self.follow(stream, signal, observer).await
+    }
+
+    /// The loop's context for a run: the transcript and the tools, `bash` needing approval
+    /// unless every command may run.
+    fn run_context(&self) -> AgentContext {
+        let tools = self.tools_for_run();
+        let offered: Vec<_> = self
+            .tool_names()
+            .into_iter()
+            .filter_map(|name| tools.get(name))
+            .collect();
+        AgentContext {
+            messages: self.transcript.clone(),
+            ..AgentContext::new(self.system_prompt.clone())
+                .with_available(tools)
+                .with_tools(offered)
+        }
+    }
+
+    /// Follows a run's events to its end: the observer sees each, the session file gets each
+    /// message, and a run that paused is kept (and saved beside the session file).
+    async fn follow(
+        &mut self,
+        stream: AgentStream,
+        signal: &CancellationToken,
+        observer: &mut dyn Observer,
+    ) -> PromptOutcome {
+        let mut outcome = PromptOutcome::stopped();
         *lock(&self.control.inner.signal) = Some(signal.clone());
         self.control.inner.streaming.store(true, Ordering::SeqCst);
         let mut events = stream;
@@ -888,7 +922,11 @@ impl CodingAgent {
         }
         self.control.inner.streaming.store(false, Ordering::SeqCst);
         *lock(&self.control.inner.signal) = None;
-        outcome.approval_refused = self.progress.refused.load(Ordering::SeqCst);
+        if let Some(paused) = events.take_paused() {
+            // Nobody could be asked ([`Approval::Never`]): the calls wait in the session.
+            outcome.approval_refused = true;
+            self.keep_paused(paused);
+        }
         outcome
     }
 
@@ -1178,9 +1216,7 @@ impl CodingAgent {
     }
 
     fn config(&self) -> AgentLoopConfig {
-        let approval = self.approval.clone();
         let output_dir = self.output_dir.clone();
-        let progress = Arc::clone(&self.progress);
         let mut options = self.stream_options.clone();
         options.thinking = (self.thinking != ThinkingLevel::Off).then_some(self.thinking);
         if options.session_id.is_none() {
@@ -1214,49 +1250,6 @@ impl CodingAgent {
                             AfterToolCall::keep().content(content).details(details)
                         }
                         None => AfterToolCall::keep(),
-                    })
-                }
-            })
-            .before_tool_call(move |ctx| {
-                let approval = approval.clone();
-                let progress = Arc::clone(&progress);
-                async move {
-                    if ctx.tool_call.name != "bash" {
-                        return Ok(BeforeToolCall::allow());
-                    }
-                    let command = ctx
-                        .args
-                        .get("command")
-                        .and_then(|c| c.as_str())
-                        .unwrap_or_default()
-                        .to_owned();
-                    Ok(match approval {
-                        Approval::Always => BeforeToolCall::allow(),
-                        Approval::Never(reason) => {
-                            // Nobody can approve a command later either: the run stops after
-                            // this batch (the model is not asked again to try another).
-                            progress.refused.store(true, Ordering::SeqCst);
-                            BeforeToolCall::block(reason).with_terminate(true)
-                        }
-                        Approval::Ask(approver) => {
-                            let asked = Instant::now();
-                            let id = ctx.tool_call.id.clone();
-                            progress.rendered(&id, &ctx.signal).await;
-                            let request = ApprovalRequest {
-                                call_id: id.clone(),
-                                command,
-                                signal: ctx.signal.clone(),
-                            };
-                            let approved = approver(request).await;
-                            let waited =
-                                u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
-                            progress.record_wait(waited);
-                            if approved {
-                                BeforeToolCall::allow()
-                            } else {
-                                BeforeToolCall::block(DECLINED)
-                            }
-                        }
                     })
                 }
             })

@@ -12,6 +12,7 @@ mod rpc;
 mod saved_settings;
 mod session_choice;
 mod tui;
+mod waiting;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -315,42 +316,10 @@ pub async fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let help = argv
-        .iter()
-        .skip(1)
-        .map(|a| a.to_str())
-        .take_while(|a| *a != Some("--"))
-        .any(|a| matches!(a, Some("-h" | "--help")));
-    let parsed = if help {
-        // Only for --help: the providers of this machine's models.json are read and listed.
-        use clap::{CommandFactory, FromArgMatches};
-        Args::command()
-            .after_help(format!("{}\n\n{ENVIRONMENT_HELP}", providers_help()))
-            .try_get_matches_from(argv)
-            .and_then(|matches| Args::from_arg_matches(&matches))
-    } else {
-        Args::try_parse_from(argv)
-    };
-    match parsed {
+    match Args::try_parse_from(argv) {
         Ok(args) => run(args).await,
         Err(err) => err.exit(),
     }
-}
-
-/// `--help`'s list of providers: the built-in ones, then those of `models.json`.
-fn providers_help() -> String {
-    let agent_dir = crate::session::pi_agent_dir();
-    let builtin = ModelRegistry::from_config(crate::config::ModelsConfig::default(), None);
-    let builtin: Vec<&str> = builtin.provider_names();
-    let registry = ModelRegistry::load(&agent_dir);
-    let mut names: Vec<String> = builtin.iter().map(|n| (*n).to_owned()).collect();
-    for name in registry.provider_names() {
-        if !builtin.contains(&name) {
-            names.push(format!("{name} (models.json)"));
-        }
-    }
-    names.push("openai-compatible (with --base-url or OPENAI_BASE_URL)".into());
-    format!("Providers (--provider):\n  {}", names.join("\n  "))
 }
 
 /// Runs the `pi` command; the exit code is 0 on success, 1 on an error, 2 for bad arguments,
@@ -599,6 +568,19 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         .partition(|m| m.starts_with('@'));
     let first = input::initial_message(stdin_text.as_deref(), &files, &mut messages, &cwd)?;
     let print_mode = args.print || !interactive_terminal || mode == Mode::Json;
+    // A continued session whose last run stopped at calls waiting for approval: decide them
+    // and go on with that run first.
+    let deciding = if args.yes {
+        waiting::Deciding::ApproveAll
+    } else if interactive_terminal && !print_mode {
+        waiting::Deciding::Ask
+    } else {
+        waiting::Deciding::Nobody
+    };
+    let prompt_follows = first.is_some() || !messages.is_empty();
+    if let Some(code) = waiting::settle(&mut setup, deciding, prompt_follows, print_mode).await {
+        return Ok(code);
+    }
     if print_mode {
         let mut prompts: Vec<Vec<pi_tool::Content>> = Vec::new();
         prompts.extend(first);

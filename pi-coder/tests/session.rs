@@ -197,19 +197,31 @@ async fn bash_asks_for_approval_and_a_refusal_reaches_the_model() {
         )]
     );
 
-    // Without an approver, commands are blocked with a reason that says how to allow them.
+    // Without an approver the call waits: the run pauses with it, nothing runs, and no result
+    // is in the transcript; a new prompt leaves it behind with an error result saying so.
     let model = Arc::new(ScriptedModel::recording([
-        call("c1", "bash", json!({"command": "true"})),
+        call("c1", "bash", json!({"command": "touch waited"})),
         answer("ok"),
     ]));
     let mut agent = CodingAgent::new(model, tools(project.path()), project.path());
-    agent
+    let outcome = agent
         .prompt("Run it.", CancellationToken::new(), &mut renderer)
         .await;
-    let results = tool_results(agent.transcript());
-    assert!(
-        results[0].1 && results[0].2.contains("--yes"),
-        "{results:?}"
+    assert!(outcome.approval_refused);
+    assert_eq!(agent.waiting_calls()[0].tool, "bash");
+    assert!(tool_results(agent.transcript()).is_empty());
+    agent
+        .prompt("Never mind.", CancellationToken::new(), &mut renderer)
+        .await;
+    assert!(agent.waiting_calls().is_empty());
+    assert!(!project.path().join("waited").exists());
+    assert_eq!(
+        tool_results(agent.transcript()),
+        vec![(
+            "bash".to_owned(),
+            true,
+            pi_coder::agent::LEFT_WAITING.to_owned()
+        )]
     );
 }
 

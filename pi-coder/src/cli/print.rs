@@ -46,7 +46,7 @@ impl Observer for JsonLines {
 }
 
 /// Runs the prompts and exits: 0, or 1 when an answer failed (its error on stderr), 130
-/// after Ctrl-C, [`EXIT_APPROVAL_NEEDED`] when a command was refused for want of approval.
+/// after Ctrl-C, [`EXIT_APPROVAL_NEEDED`] when a command waits for approval nobody can give here.
 pub(super) async fn run(setup: &mut Setup, prompts: Vec<Vec<Content>>, json: bool) -> ExitCode {
     let mut json_lines = JsonLines {
         encoder: PiJson::new(),
@@ -91,8 +91,14 @@ pub(super) async fn run(setup: &mut Setup, prompts: Vec<Vec<Content>>, json: boo
         }
     }
     if refused {
+        // The call waits in the paused run, kept beside the session file when there is one.
+        let kept = if setup.agent.session_state().file().is_some() {
+            " Continue with `pi -c` in a terminal to approve or deny it, or `pi -c --yes` to run it."
+        } else {
+            ""
+        };
         eprintln!(
-            "pi: the model asked to run a command, and nobody can approve it here (no terminal, no --yes): it was refused and pi stopped. Rerun with --yes to let the model run commands."
+            "pi: the model asked to run a command, and nobody can approve it here (no terminal, no --yes): it waits, and pi stopped.{kept} Rerun with --yes to let the model run commands."
         );
     }
     let last = setup

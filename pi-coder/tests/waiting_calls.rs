@@ -1,0 +1,211 @@
+//! `bash` approval as a call that waits: with nobody to ask the run pauses with the command
+//! waiting, kept beside the session file; the session continued (in this process or by
+//! `pi -c`) shows it, asks, and goes on. Through `CodingAgent` and through the `pi` binary.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use pi_coder::{CodingAgent, DEFAULT_TOOL_NAMES, Renderer, Session, Workspace, coding_tools};
+use pi_runtime::{AssistantContent, AssistantMessage, Message, ScriptedModel, StopReason};
+use pi_tool::{CancellationToken, ToolRegistry};
+use serde_json::json;
+
+mod support;
+use support::{FakeServer, Script};
+
+fn call(id: &str, command: &str) -> AssistantMessage {
+    AssistantMessage::new(
+        vec![AssistantContent::tool_call(
+            id,
+            "bash",
+            json!({"command": command}),
+        )],
+        StopReason::ToolUse,
+    )
+}
+
+fn answer(text: &str) -> AssistantMessage {
+    AssistantMessage::new(vec![AssistantContent::text(text)], StopReason::Stop)
+}
+
+fn tools(dir: &std::path::Path) -> ToolRegistry {
+    coding_tools(Workspace::new(dir).confined(true).with_temp_dir(dir))
+        .subset(DEFAULT_TOOL_NAMES)
+        .expect("default tools")
+}
+
+fn results(messages: &[Arc<Message>]) -> Vec<(bool, String)> {
+    messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| (r.is_error, r.text()))
+        .collect()
+}
+
+/// Pauses a run on `touch <marker>` in a session saved at `file`; returns the agent.
+async fn paused(dir: &std::path::Path, file: &std::path::Path, marker: &str) -> CodingAgent {
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", &format!("touch {marker}")),
+        answer("done"),
+    ]));
+    let session = Session::create(file, dir).expect("a new session");
+    let mut agent = CodingAgent::new(model, tools(dir), dir).with_session(session, Vec::new());
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let mut renderer = Renderer::new(&mut out, &mut log);
+    let outcome = agent
+        .prompt("Make the file.", CancellationToken::new(), &mut renderer)
+        .await;
+    assert!(outcome.approval_refused);
+    agent
+}
+
+#[tokio::test]
+async fn a_paused_command_is_kept_beside_the_session_and_resumed_when_it_is_continued() {
+    let project = tempfile::tempdir().unwrap();
+    let file = project.path().join("s.jsonl");
+    let agent = paused(project.path(), &file, "approved").await;
+    assert_eq!(agent.waiting_calls().len(), 1);
+    assert!(!project.path().join("approved").exists(), "nothing ran");
+    let kept = project.path().join("s.jsonl.waiting.json");
+    assert!(kept.exists(), "the paused run is kept beside the session");
+    drop(agent);
+
+    // Continued later: the waiting call comes back with the session; approved, it runs and
+    // the model is asked again.
+    let (session, earlier) = Session::open_or_create(&file, project.path()).expect("reopens");
+    let model = Arc::new(ScriptedModel::new([answer("made it")]));
+    let mut agent = CodingAgent::new(model, tools(project.path()), project.path())
+        .with_session(session, earlier);
+    let waiting = agent.waiting_calls().to_vec();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].arguments["command"], "touch approved");
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let mut renderer = Renderer::new(&mut out, &mut log);
+    let outcome = agent
+        .resume_waiting(|_| true, CancellationToken::new(), &mut renderer)
+        .await
+        .expect("something waited")
+        .expect("resumed");
+    assert!(!outcome.approval_refused);
+    assert!(project.path().join("approved").exists(), "the command ran");
+    assert_eq!(agent.last_assistant_text().as_deref(), Some("made it"));
+    assert!(agent.waiting_calls().is_empty());
+    assert!(!kept.exists(), "settled: the kept run is gone");
+    assert_eq!(results(agent.transcript()).len(), 1);
+}
+
+#[tokio::test]
+async fn a_denied_waiting_command_reaches_the_model_as_pis_declined_text() {
+    let project = tempfile::tempdir().unwrap();
+    let file = project.path().join("s.jsonl");
+    let mut agent = paused(project.path(), &file, "denied").await;
+    let (mut out, mut log) = (Vec::new(), Vec::new());
+    let mut renderer = Renderer::new(&mut out, &mut log);
+    agent
+        .resume_waiting(|_| false, CancellationToken::new(), &mut renderer)
+        .await
+        .expect("something waited")
+        .expect("resumed");
+    assert!(!project.path().join("denied").exists());
+    assert_eq!(
+        results(agent.transcript()),
+        vec![(true, pi_coder::agent::DECLINED.to_owned())]
+    );
+    assert_eq!(agent.last_assistant_text().as_deref(), Some("done"));
+}
+
+/// `pi` against the fake server, in `dir`, sessions in `sessions`, with every command needing
+/// approval (`--sandbox off`).
+fn pi(server: &str, dir: &std::path::Path, sessions: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
+    for name in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "PI_MODEL",
+        "PI_PROVIDER",
+        "PI_CODING_AGENT_DIR",
+    ] {
+        command.env_remove(name);
+    }
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    command
+        .env("HOME", &home)
+        .env("PI_SESSION_DIR", sessions)
+        .args([
+            "--base-url",
+            server,
+            "--model",
+            "fake",
+            "--sandbox",
+            "off",
+            "--cwd",
+        ])
+        .arg(dir)
+        .stdin(Stdio::null());
+    command
+}
+
+#[test]
+fn pi_c_shows_the_waiting_command_and_with_yes_runs_it_and_goes_on() {
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let marker = project.path().join("created-by-pi");
+
+    // No terminal, no --yes: the command waits, pi stops with 3 and says how to go on.
+    let first = pi(&server.address, project.path(), sessions.path())
+        .args(["-p", "run it"])
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("Continue with `pi -c`"), "{stderr}");
+    assert!(!marker.exists());
+    let kept: Vec<_> = std::fs::read_dir(sessions.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".waiting.json"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the paused run is kept beside the session");
+
+    // `pi -c` with nobody to ask shows it; it still waits.
+    let shown = pi(&server.address, project.path(), sessions.path())
+        .args(["-c", "-p"])
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&shown.stderr);
+    assert_eq!(shown.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("● bash $ touch created-by-pi\n  waits for approval"),
+        "{stderr}"
+    );
+    assert!(!marker.exists());
+    assert!(kept[0].exists());
+
+    // `pi -c --yes` approves it: it runs, the model reads its result and answers.
+    let resumed = pi(&server.address, project.path(), sessions.path())
+        .args(["-c", "--yes", "-p"])
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(marker.exists(), "the approved command ran");
+    assert!(
+        String::from_utf8_lossy(&resumed.stdout).starts_with("Saw:"),
+        "{}",
+        String::from_utf8_lossy(&resumed.stdout)
+    );
+    assert!(!kept[0].exists(), "settled");
+    // The model was asked twice: the first run, and after the approved command.
+    assert_eq!(server.seen().len(), 2);
+    // The session file has the call's result and the answer after it.
+    let session = std::fs::read_dir(sessions.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("the session file");
+    let saved = std::fs::read_to_string(session).unwrap();
+    assert!(saved.contains("\"toolResult\""), "{saved}");
+    assert!(saved.contains("Saw:"), "{saved}");
+}

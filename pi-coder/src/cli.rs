@@ -316,10 +316,42 @@ pub async fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    match Args::try_parse_from(argv) {
+    let help = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str())
+        .take_while(|a| *a != Some("--"))
+        .any(|a| matches!(a, Some("-h" | "--help")));
+    let parsed = if help {
+        // Only for --help: the providers of this machine's models.json are read and listed.
+        use clap::{CommandFactory, FromArgMatches};
+        Args::command()
+            .after_help(format!("{}\n\n{ENVIRONMENT_HELP}", providers_help()))
+            .try_get_matches_from(argv)
+            .and_then(|matches| Args::from_arg_matches(&matches))
+    } else {
+        Args::try_parse_from(argv)
+    };
+    match parsed {
         Ok(args) => run(args).await,
         Err(err) => err.exit(),
     }
+}
+
+/// `--help`'s list of providers: the built-in ones, then those of `models.json`.
+fn providers_help() -> String {
+    let agent_dir = crate::session::pi_agent_dir();
+    let builtin = ModelRegistry::from_config(crate::config::ModelsConfig::default(), None);
+    let builtin: Vec<&str> = builtin.provider_names();
+    let registry = ModelRegistry::load(&agent_dir);
+    let mut names: Vec<String> = builtin.iter().map(|n| (*n).to_owned()).collect();
+    for name in registry.provider_names() {
+        if !builtin.contains(&name) {
+            names.push(format!("{name} (models.json)"));
+        }
+    }
+    names.push("openai-compatible (with --base-url or OPENAI_BASE_URL)".into());
+    format!("Providers (--provider):\n  {}", names.join("\n  "))
 }
 
 /// Runs the `pi` command; the exit code is 0 on success, 1 on an error, 2 for bad arguments,

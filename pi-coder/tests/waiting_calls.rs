@@ -209,3 +209,76 @@ fn pi_c_shows_the_waiting_command_and_with_yes_runs_it_and_goes_on() {
     assert!(saved.contains("\"toolResult\""), "{saved}");
     assert!(saved.contains("Saw:"), "{saved}");
 }
+
+/// The terminal's text so far, `\r` removed.
+fn screen(buffer: &std::sync::Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(&buffer.lock().unwrap()).replace('\r', "")
+}
+
+fn wait_for_text(buffer: &std::sync::Mutex<Vec<u8>>, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = screen(buffer);
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {needle:?} in:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn pi_c_in_a_terminal_asks_and_a_no_reaches_the_model_as_declined() {
+    use std::io::{Read, Write};
+
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let marker = project.path().join("created-by-pi");
+    let first = pi(&server.address, project.path(), sessions.path())
+        .args(["-p", "run it"])
+        .output()
+        .expect("run pi");
+    assert_eq!(first.status.code(), Some(3));
+
+    // `pi -c` on a terminal (line mode: TERM unset).
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = std::fs::File::from(pty.slave);
+    let mut command = pi(&server.address, project.path(), sessions.path());
+    command
+        .env_remove("TERM")
+        .arg("-c")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = command.spawn().expect("run pi");
+    let mut master = std::fs::File::from(pty.master);
+    let mut input = master.try_clone().unwrap();
+    let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&buffer);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = master.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+    let shown = wait_for_text(&buffer, "Run `touch created-by-pi`? [y]es / [N]o: ");
+    assert!(
+        shown.contains("● bash $ touch created-by-pi\n  waits for approval"),
+        "{shown}"
+    );
+    input.write_all(b"n\n").unwrap();
+    // The paused run goes on: the model reads pi's declined text.
+    wait_for_text(&buffer, "Saw: The user declined to run this command.");
+    input.write_all(b"/exit\n").unwrap();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{}", screen(&buffer));
+    assert!(!marker.exists(), "a declined command does not run");
+    assert_eq!(server.seen().len(), 2);
+}

@@ -24,6 +24,8 @@ pub struct McpOAuthSettings {
     pub client_metadata_url: Option<String>,
     /// `scopes`: the scopes to ask for (a list, or one space-separated string).
     pub scopes: Vec<String>,
+    /// `dpop`: `true` asks for DPoP-bound tokens ([`OAuthConfig::dpop`](crate::OAuthConfig)).
+    pub dpop: bool,
 }
 
 impl std::fmt::Debug for McpOAuthSettings {
@@ -36,6 +38,7 @@ impl std::fmt::Debug for McpOAuthSettings {
             )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -311,6 +314,7 @@ impl McpServerConfig {
                                 .iter()
                                 .map(|scope| one("oauth.scopes", scope))
                                 .collect::<Result<_, _>>()?,
+                            dpop: settings.dpop,
                         })
                     }
                 };
@@ -402,7 +406,7 @@ fn http_entry(entry: &Map<String, Value>) -> Result<McpServerConfig, String> {
     })
 }
 
-/// `oauth`: `{"clientId", "clientSecret", "clientMetadataUrl", "scopes"}` (other keys, such as
+/// `oauth`: `{"clientId", "clientSecret", "clientMetadataUrl", "scopes", "dpop"}` (other keys, such as
 /// Claude Code's `callbackPort`, are ignored).
 fn oauth_entry(entry: &Map<String, Value>) -> Result<Option<McpOAuthSettings>, String> {
     let oauth = match entry.get("oauth") {
@@ -431,11 +435,17 @@ fn oauth_entry(entry: &Map<String, Value>) -> Result<Option<McpOAuthSettings>, S
             ));
         }
     };
+    let dpop = match oauth.get("dpop") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(dpop)) => *dpop,
+        Some(other) => return Err(format!("\"oauth.dpop\" must be true or false, got {other}")),
+    };
     let settings = McpOAuthSettings {
         client_id: text("clientId")?,
         client_secret: text("clientSecret")?,
         client_metadata_url: text("clientMetadataUrl")?,
         scopes,
+        dpop,
     };
     if settings.client_secret.is_some() && settings.client_id.is_none() {
         return Err("\"oauth.clientSecret\" needs \"oauth.clientId\"".to_owned());
@@ -493,6 +503,28 @@ mod tests {
                 headers: BTreeMap::from([("Authorization".into(), "Bearer x".into())]),
                 oauth: None,
             }
+        );
+    }
+
+    #[test]
+    fn an_oauth_entry_may_ask_for_dpop() {
+        let config = McpConfig::from_json(
+            r#"{"mcpServers": {
+                "bound": {"url": "https://example.com/mcp", "oauth": {"clientId": "app", "dpop": true}},
+                "plain": {"url": "https://example.com/mcp", "oauth": {"clientId": "app"}}
+            }}"#,
+        )
+        .unwrap();
+        assert!(config.servers["bound"].oauth_settings().unwrap().dpop);
+        assert!(!config.servers["plain"].oauth_settings().unwrap().dpop);
+        let bad = McpConfig::from_json(
+            r#"{"mcpServers": {"x": {"url": "https://example.com/mcp", "oauth": {"dpop": "yes"}}}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            bad.contains("\"oauth.dpop\" must be true or false"),
+            "{bad}"
         );
     }
 

@@ -330,6 +330,7 @@ impl OAuthConfig {
         if self.scopes.is_empty() {
             self.scopes.clone_from(&settings.scopes);
         }
+        self.dpop |= settings.dpop;
         self
     }
 }

@@ -97,6 +97,12 @@ impl OAuthSession {
         waits: Arc<UserWaits>,
     ) -> Result<(Arc<Self>, OAuthHttp), String> {
         let url = Url::parse(server).map_err(|err| format!("{server} is not a URL: {err}"))?;
+        #[cfg(not(feature = "jwt"))]
+        if config.dpop {
+            return Err(
+                "DPoP (the configuration's oauth.dpop) needs pi-mcp's `jwt` feature".to_owned(),
+            );
+        }
         let fetcher = OAuthFetcher::new(&url, config.allow_private_network)?;
         #[cfg(feature = "jwt")]
         let dpop = if config.dpop {

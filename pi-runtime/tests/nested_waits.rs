@@ -29,6 +29,11 @@ struct Counts {
 /// `lookup` and `note` run freely; `refund` needs approval; `settle` calls `lookup`, `note`,
 /// then `refund`, and returns what they said (a refund's error too).
 fn context(counts: &Arc<Counts>) -> AgentContext {
+    context_with(counts, None)
+}
+
+/// [`context`], with another `refund` when one is given.
+fn context_with(counts: &Arc<Counts>, refund: Option<Arc<dyn AgentTool>>) -> AgentContext {
     let counted = |name: &str, count: fn(&Counts) -> &AtomicUsize, approval: bool| {
         let counts = Arc::clone(counts);
         let mut builder = FnTool::builder(name, "A counted tool.", json!({"type": "object"}));
@@ -72,7 +77,7 @@ fn context(counts: &Arc<Counts>) -> AgentContext {
     AgentContext::new("test").with_tools([
         counted("lookup", |c| &c.lookup, false),
         counted("note", |c| &c.note, false),
-        counted("refund", |c| &c.refund, true),
+        refund.unwrap_or_else(|| counted("refund", |c| &c.refund, true)),
         Arc::new(settle) as Arc<dyn AgentTool>,
     ])
 }
@@ -84,7 +89,7 @@ fn model() -> Arc<ScriptedModel> {
     ]))
 }
 
-async fn paused(counts: &Arc<Counts>) -> RunState {
+async fn paused_state(counts: &Arc<Counts>) -> RunState {
     let stream = agent_loop(
         vec![Message::user("go")],
         context(counts),
@@ -142,7 +147,7 @@ fn settle_result(messages: &[Arc<Message>]) -> (bool, String) {
 #[tokio::test]
 async fn a_nested_call_that_needs_approval_pauses_the_run_with_its_journal() {
     let counts = Arc::new(Counts::default());
-    let state = paused(&counts).await;
+    let state = paused_state(&counts).await;
     assert_eq!(state.format, RUN_STATE_FORMAT);
     // The outer call waits, for the nested call's reason and kind.
     let [waiting] = state.waiting() else {
@@ -178,7 +183,7 @@ async fn a_nested_call_that_needs_approval_pauses_the_run_with_its_journal() {
 #[tokio::test]
 async fn an_approved_nested_call_runs_once_and_the_completed_ones_are_not_run_again() {
     let counts = Arc::new(Counts::default());
-    let mut state = paused(&counts).await;
+    let mut state = paused_state(&counts).await;
     state.approve("c1").unwrap();
     let (events, messages, paused) = resume(state, &counts).await;
     assert!(paused.is_none());
@@ -204,7 +209,7 @@ async fn a_paused_nested_call_resumes_from_a_store_in_a_fresh_context() {
     let counts = Arc::new(Counts::default());
     let run = {
         let store = JsonFileStore::open(&dir).unwrap();
-        store.create(&paused(&counts).await).unwrap()
+        store.create(&paused_state(&counts).await).unwrap()
     };
     // As a new process would: a new store, new tools (new counters).
     let store = JsonFileStore::open(&dir).unwrap();
@@ -242,7 +247,7 @@ async fn a_paused_nested_call_resumes_from_a_store_in_a_fresh_context() {
 #[tokio::test]
 async fn a_denied_nested_call_is_an_error_the_code_sees_with_the_reason() {
     let counts = Arc::new(Counts::default());
-    let mut state = paused(&counts).await;
+    let mut state = paused_state(&counts).await;
     state.deny("c1", "over the limit").unwrap();
     let (_, messages, paused) = resume(state, &counts).await;
     assert!(paused.is_none());
@@ -259,7 +264,7 @@ async fn a_denied_nested_call_is_an_error_the_code_sees_with_the_reason() {
 #[tokio::test]
 async fn a_journal_that_does_not_match_the_replay_is_a_clear_error() {
     let counts = Arc::new(Counts::default());
-    let mut state = paused(&counts).await;
+    let mut state = paused_state(&counts).await;
     // The journal says the first call looked up another order.
     state.nested.get_mut("c1").unwrap().journal[0].arguments = json!({"order": 8});
     state.approve("c1").unwrap();
@@ -340,4 +345,100 @@ async fn an_approver_that_times_out_into_a_pause_pauses_on_the_nested_call() {
     let (_, paused) = stream.outcome().await;
     let state = paused.expect("paused");
     assert_eq!(state.nested["c1"].call.id, "c1/3");
+}
+
+#[tokio::test]
+async fn a_state_without_nested_waits_is_still_format_1_and_both_formats_load() {
+    let counts = Arc::new(Counts::default());
+    // The model calls `refund` itself: no nested wait.
+    let model = Arc::new(ScriptedModel::new([calls(vec![call(
+        "c1",
+        "refund",
+        json!({}),
+    )])]));
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        context(&counts),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+    );
+    let (_, paused) = stream.outcome().await;
+    let plain = paused.unwrap();
+    assert_eq!(plain.format, 1, "earlier builds read it");
+    let text = plain.to_json();
+    assert!(!text.contains("\"nested\""), "{text}");
+    assert_eq!(RunState::from_json(&text).unwrap(), plain);
+
+    let nested = paused_state(&counts).await;
+    assert_eq!(nested.format, 2);
+    let text = nested.to_json();
+    assert_eq!(RunState::from_json(&text).unwrap(), nested);
+    let newer = text.replacen("\"format\":2", "\"format\":3", 1);
+    assert!(matches!(
+        RunState::from_json(&newer),
+        Err(pi_runtime::RunStateReadError::Format(
+            pi_runtime::ResumeError::UnsupportedFormat { found: 3 }
+        ))
+    ));
+}
+
+#[tokio::test]
+async fn an_approved_nested_call_is_recorded_in_the_store_as_it_runs_and_not_run_again_once_finished()
+ {
+    let dir = std::env::temp_dir().join(format!("pi-nested-records-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    let counts = Arc::new(Counts::default());
+    let store = JsonFileStore::open(&dir).unwrap();
+    let run = store.create(&paused_state(&counts).await).unwrap();
+    let mut state = store.load(&run).unwrap();
+    state.approve("c1").unwrap();
+    let claim = store.claim(&run, &state).unwrap();
+    // A refund that looks at the store while it runs: it was recorded as started first.
+    let refund = {
+        let (dir, run) = (dir.clone(), run.clone());
+        FnTool::builder("refund", "Refund.", json!({"type": "object"}))
+            .approval()
+            .build(move |_: Value, _: ToolContext| {
+                let stored = JsonFileStore::open(&dir).unwrap().load(&run).unwrap();
+                let started = stored.started.contains("c1/3");
+                async move { format!("refunded (recorded as started: {started})") }
+            })
+            .unwrap()
+    };
+    let stream = agent_loop_resume(
+        Resume::new(state).with_claim(claim),
+        context_with(&counts, Some(Arc::new(refund))),
+        AgentLoopConfig::new(),
+        Arc::new(ScriptedModel::new([text("done")])),
+        CancellationToken::new(),
+    )
+    .map_err(|refused| refused.error)
+    .unwrap();
+    let (messages, _) = stream.outcome().await;
+    let (_, said) = settle_result(&messages);
+    assert!(
+        said.ends_with("refunded (recorded as started: true)"),
+        "{said}"
+    );
+
+    // A nested call a store recorded as finished (the process died after it) is answered from
+    // the record on the next resume, and not run again.
+    let mut state = paused_state(&counts).await;
+    state.approve("c1").unwrap();
+    let recorded = pi_runtime::ToolResultMessage::new(
+        "c1/3",
+        "refund",
+        vec![pi_tool::Content::text("refunded before the crash")],
+    );
+    state
+        .finished
+        .insert("c1/3".into(), Arc::new(Message::ToolResult(recorded)));
+    state.started.insert("c1/3".into());
+    let before = counts.refund.load(Ordering::SeqCst);
+    let (_, messages, _) = resume(state, &counts).await;
+    let (_, said) = settle_result(&messages);
+    assert!(said.ends_with("refunded before the crash"), "{said}");
+    assert_eq!(counts.refund.load(Ordering::SeqCst), before);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -291,8 +291,8 @@ pub trait Model: Send + Sync {
 
     /// Whether the API takes a schema for the final answer in the same request as tools (its
     /// structured output, sent from [`StreamOptions::output`]): OpenAI Responses and Chat
-    /// Completions, Azure OpenAI, Anthropic Messages (Claude 4.1 and later) and Gemini 3. Where
-    /// not, a typed run asks for its answer through an output tool.
+    /// Completions, Azure OpenAI, Anthropic Messages (Claude 4.1 and later), Gemini 3 and
+    /// Mistral. Where not, a typed run asks for its answer through an output tool.
     fn structured_output(&self) -> bool {
         false
     }

@@ -8,8 +8,8 @@ use crate::providers::{Lowered, SchemaMode, lower_schema};
 /// The schema of a final answer, with its lowered forms computed once (a run sends it with
 /// every request).
 ///
-/// Sent as OpenAI Responses' `text.format`, Chat Completions' `response_format` (both
-/// `json_schema`, strict where the schema qualifies for OpenAI's strict mode), Anthropic's
+/// Sent as OpenAI Responses' `text.format`, Chat Completions' and Mistral's `response_format`
+/// (all `json_schema`, strict where the schema qualifies for OpenAI's strict mode), Anthropic's
 /// `output_config.format` (also with OpenAI's strict rules: Anthropic wants objects closed) and
 /// Gemini's `responseJsonSchema` with `responseMimeType: application/json` (plain JSON Schema:
 /// the models that take a schema together with tools, Gemini 3, take that one).
@@ -77,7 +77,8 @@ impl OutputFormat {
         json!({"format": {"type": "json_schema", "name": self.name, "schema": schema, "strict": strict}})
     }
 
-    /// Chat Completions' `response_format`: `{"type": "json_schema", "json_schema": {..}}`.
+    /// Chat Completions' `response_format`: `{"type": "json_schema", "json_schema": {..}}`
+    /// (Mistral's has the same shape).
     pub(crate) fn completions_response_format(&self, strict: bool) -> Value {
         let (schema, strict) = self.openai_schema(strict);
         json!({"type": "json_schema", "json_schema": {"name": self.name, "schema": schema, "strict": strict}})

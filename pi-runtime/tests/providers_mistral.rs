@@ -481,11 +481,6 @@ fn recorded_mistral_streams_decode_at_every_split() {
 /// (`tests/sdk_types/mistral_wire.mjs`; the SDK from `.ci/install-test-deps`).
 #[test]
 fn mistrals_sdk_takes_our_bodies() {
-    let sdk =
-        "node_modules/@mistralai/mistralai/esm/models/components/chatcompletionstreamrequest.js";
-    if sdk_types::file(sdk).is_none() || sdk_types::file("node22").is_none() {
-        return;
-    }
     let forced = options(|o| {
         o.tool_choice = Some(ToolChoice::Required);
         o.max_tokens = Some(300);
@@ -498,7 +493,7 @@ fn mistrals_sdk_takes_our_bodies() {
         Content::text("What is this?"),
         Content::image("AAAA", "image/png"),
     ])))];
-    let bodies = vec![
+    let bodies = [
         body(&MistralChat::new("magistral-medium-latest"), &forced),
         body(
             &MistralChat::new("mistral-large-latest").strict(true),
@@ -514,21 +509,8 @@ fn mistrals_sdk_takes_our_bodies() {
             &StreamOptions::default(),
         ),
     ];
-    let file = std::env::temp_dir().join(format!("pi-mistral-bodies-{}.json", std::process::id()));
-    std::fs::write(&file, serde_json::to_vec(&bodies).unwrap()).unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_types/mistral_wire.mjs");
-    let output = std::process::Command::new(sdk_types::folder().join("node22"))
-        .arg(script)
-        .arg(sdk_types::folder())
-        .arg(&file)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&file);
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let bodies: Vec<&Value> = bodies.iter().collect();
+    if let Some(Err(report)) = sdk_types::mistral_check(&bodies) {
+        panic!("{report}");
+    }
 }

@@ -8,7 +8,7 @@ mod wire_server;
 use std::sync::Arc;
 
 use pi_runtime::providers::{
-    AnthropicMessages, GoogleGenerativeAi, OpenAiCompletions, OpenAiResponses,
+    AnthropicMessages, GoogleGenerativeAi, MistralChat, OpenAiCompletions, OpenAiResponses,
 };
 use pi_runtime::{
     Agent, AgentContext, AgentLoopConfig, AssistantContent, AssistantMessage, Context, Message,
@@ -163,7 +163,7 @@ struct Wire {
     schema_of: fn(&Value) -> Option<&Value>,
 }
 
-const WIRES: [Wire; 4] = [
+const WIRES: [Wire; 5] = [
     Wire {
         name: "openai-responses",
         model: |url| Arc::new(OpenAiResponses::new("gpt-5").base_url(url).api_key("k")),
@@ -200,11 +200,24 @@ const WIRES: [Wire; 4] = [
         reply: google_reply,
         schema_of: |body| body.pointer("/generationConfig/responseJsonSchema"),
     },
+    Wire {
+        name: "mistral-conversations",
+        model: |url| {
+            Arc::new(
+                MistralChat::new("mistral-large-latest")
+                    .base_url(url)
+                    .api_key("k"),
+            )
+        },
+        // Mistral streams Chat Completions' chunks.
+        reply: completions_reply,
+        schema_of: |body| body.pointer("/response_format/json_schema/schema"),
+    },
 ];
 
 // ---- request bodies ------------------------------------------------------------------------
 
-fn bodies_with_output(strict: bool) -> [Value; 4] {
+fn bodies_with_output(strict: bool) -> [Value; 5] {
     let messages = vec![Arc::new(Message::user("Weather in Zürich?"))];
     let registry = registry();
     let specs: Vec<pi_tool::ToolSpec> = registry.tools().map(|t| t.spec().clone()).collect();
@@ -225,12 +238,13 @@ fn bodies_with_output(strict: bool) -> [Value; 4] {
         OpenAiCompletions::new("gpt-5").request_body(context, &options),
         AnthropicMessages::new("claude-sonnet-4-5").request_body(context, &options),
         GoogleGenerativeAi::new("gemini-3-pro-preview").request_body(context, &options),
+        MistralChat::new("mistral-large-latest").request_body(context, &options),
     ]
 }
 
 #[test]
 fn each_api_carries_the_answers_schema_beside_its_tools() {
-    let [responses, completions, anthropic, google] = bodies_with_output(true);
+    let [responses, completions, anthropic, google, mistral] = bodies_with_output(true);
     let format = &responses["text"]["format"];
     assert_eq!(format["type"], "json_schema");
     assert_eq!(format["name"], "forecast");
@@ -268,6 +282,16 @@ fn each_api_carries_the_answers_schema_beside_its_tools() {
     );
     assert!(google["tools"][0]["functionDeclarations"].is_array());
 
+    let format = &mistral["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "forecast");
+    assert_eq!(format["json_schema"]["strict"], true);
+    assert_eq!(
+        format["json_schema"]["schema"]["required"],
+        json!(["city", "high_c", "note"])
+    );
+    assert_eq!(mistral["tools"][0]["function"]["name"], "lookup_weather");
+
     // Without strict tools, Responses sends the schema as it is, not strict.
     let [plain, ..] = bodies_with_output(false);
     assert_eq!(plain["text"]["format"]["strict"], false);
@@ -279,7 +303,7 @@ fn each_api_carries_the_answers_schema_beside_its_tools() {
 
 #[test]
 fn the_sdks_accept_the_structured_output_fields() {
-    let [responses, completions, anthropic, google] = bodies_with_output(true);
+    let [responses, completions, anthropic, google, _] = bodies_with_output(true);
     let checks: [(&RequestType, Value); 4] = [
         (&OPENAI_RESPONSES, responses),
         (&OPENAI_CHAT, completions),
@@ -312,6 +336,33 @@ fn the_sdks_accept_the_structured_output_fields() {
             request.name
         );
     }
+}
+
+/// Mistral's SDK (a Zod schema, not TypeScript types) takes the response format as we send it,
+/// with the schema's property names (`high_c`) unchanged; a misnamed field is refused.
+#[test]
+fn mistrals_sdk_takes_the_response_format_with_the_schema_unchanged() {
+    let [.., mistral] = bodies_with_output(true);
+    let Some(checked) = sdk_types::mistral_check(&[&mistral]) else {
+        return;
+    };
+    if let Err(report) = checked {
+        panic!("Mistral's SDK refuses the body:\n{report}\n{mistral:#}");
+    }
+    let mut misnamed = mistral.clone();
+    let json_schema = misnamed["response_format"]["json_schema"]
+        .as_object_mut()
+        .unwrap();
+    let schema = json_schema.remove("schema").unwrap();
+    json_schema.insert("schema_definition".into(), schema);
+    assert!(
+        sdk_types::mistral_check(&[&misnamed]).unwrap().is_err(),
+        "the SDK's own name for the field is not the wire's"
+    );
+    let mut typo = mistral.clone();
+    let format = typo.as_object_mut().unwrap().remove("response_format");
+    typo["response_format_typo"] = format.unwrap();
+    assert!(sdk_types::mistral_check(&[&typo]).unwrap().is_err());
 }
 
 // ---- runs over the wire --------------------------------------------------------------------

@@ -8,6 +8,7 @@
 //! - tool results have no error flag: an error result starts with `[tool error] `;
 //! - thinking is asked for with `prompt_mode: "reasoning"` (Magistral) or `reasoning_effort`
 //!   (the models that take it), and comes back as `thinking` content parts;
+//! - a typed run's answer is asked for with `response_format: {type: "json_schema", ..}`;
 //! - `finish_reason: "model_length"` (the context is full) ends as `Length`;
 //! - errors come as `{"object": "error", "message": .., "type": ..}` or a validation `detail`.
 
@@ -178,6 +179,12 @@ impl MistralChat {
             if let Some(choice) = &options.tool_choice {
                 body.insert("tool_choice".into(), tool_choice(choice));
             }
+        }
+        if let Some(output) = &options.output {
+            // Mistral's `response_format` has Chat Completions' shape (`json_schema` with name,
+            // schema and strict); every model takes a strict schema, tools or not.
+            let format = output.completions_response_format(true);
+            body.insert("response_format".into(), format);
         }
         Value::Object(body)
     }
@@ -362,6 +369,10 @@ impl WireDecoder for MistralDecoder {
 #[cfg(feature = "http")]
 impl crate::model::Model for MistralChat {
     model_identity!();
+
+    fn structured_output(&self) -> bool {
+        true
+    }
 
     fn stream<'a>(
         &'a self,

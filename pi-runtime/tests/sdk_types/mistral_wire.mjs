@@ -1,18 +1,24 @@
 // Our Mistral request bodies checked by Mistral's own SDK (@mistralai/mistralai 2.7.0): each body,
 // its keys in the SDK's camelCase, must pass the SDK's `ChatCompletionStreamRequest` schema, and
 // what the SDK would then send must carry every field we send, with the same value. A field the
-// SDK does not declare, or a value of the wrong type, fails. Usage:
+// SDK does not declare, or a value of the wrong type, fails; a JSON Schema we send (a tool's
+// parameters, a response format's schema) must arrive unchanged. Usage:
 //   node mistral_wire.mjs <test deps folder> <file with a JSON array of bodies>
 import { pathToFileURL } from "url";
 import { join } from "path";
 import { readFileSync } from "fs";
 const [deps, bodiesFile] = process.argv.slice(2);
-const mod = await import(pathToFileURL(join(deps, "node_modules/@mistralai/mistralai/esm/models/components/chatcompletionstreamrequest.js")).href);
+const components = (file) => import(pathToFileURL(join(deps, "node_modules/@mistralai/mistralai/esm/models/components", file)).href);
+const mod = await components("chatcompletionstreamrequest.js");
+// A response format's `json_schema` is read from the wire by the SDK's own inbound schema (its
+// `schema` becomes `schemaDefinition`), so the JSON Schema inside keeps its property names.
+const { JsonSchema$inboundSchema } = await components("jsonschema.js");
 const camel = (k) => k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 const toSdk = (v, key) => {
   if (Array.isArray(v)) return v.map((x) => toSdk(x));
   if (v && typeof v === "object") {
     if (key === "parameters") return v; // a JSON Schema, sent as it is
+    if (key === "json_schema") return JsonSchema$inboundSchema.parse(v);
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [camel(k), toSdk(x, k)]));
   }
   return v;

@@ -125,3 +125,38 @@ pub fn type_check(deps: &Path, request: &RequestType, bodies: &[&Value]) -> Resu
         Err(String::from_utf8_lossy(&run.stdout).into_owned())
     }
 }
+
+/// Checks the bodies with Mistral's own SDK (`mistral_wire.mjs`, whose comment says how); its
+/// report when it refuses one, `None` when the SDK is missing.
+pub fn mistral_check(bodies: &[&Value]) -> Option<Result<(), String>> {
+    let sdk =
+        "node_modules/@mistralai/mistralai/esm/models/components/chatcompletionstreamrequest.js";
+    file(sdk)?;
+    let node = file("node22")?;
+    let bodies_file = std::env::temp_dir().join(format!(
+        "pi-mistral-bodies-{}-{}.json",
+        std::process::id(),
+        NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::write(&bodies_file, serde_json::to_vec(bodies).unwrap()).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_types/mistral_wire.mjs");
+    let run = std::process::Command::new(node)
+        .arg(script)
+        .arg(folder())
+        .arg(&bodies_file)
+        .output()
+        .expect("node runs");
+    let _ = std::fs::remove_file(&bodies_file);
+    Some(if run.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        ))
+    })
+}
+
+/// Numbers the bodies files of one test process (tests run in parallel).
+static NEXT_FILE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -538,9 +538,12 @@ impl<'js> Driver<'_, 'js> {
         let attach = self.attach_function()?;
         let search = self.search_function()?;
         let describe = self.describe_function()?;
-        replay::install(ctx, self.clock, self.random)?;
+        let (now, random) = replay::functions(ctx, self.clock, self.random)?;
+        let host = Object::new(ctx.clone())?;
+        host.set("now", now)?;
+        host.set("random", random)?;
         let lockdown: Function<'js> = ctx.eval(LOCKDOWN)?;
-        lockdown.call((tools, console, attach, search, describe, deferred))
+        lockdown.call((tools, console, attach, search, describe, deferred, host))
     }
 
     fn tool_function(&self, name: &str, structured: bool) -> rquickjs::Result<Function<'js>> {
@@ -893,15 +896,31 @@ fn json_reader<'js>(
     JsonReader::new(ctx, intrinsics, memory_cap)
 }
 
-/// Runs once on a fresh realm, before the script: freezes the bridge, makes its globals
-/// read-only, and removes code generation from strings (`eval`, the `Function` constructors).
+/// Runs once on a fresh realm, before the script: puts the replayable `Date` and `Math.random`
+/// in place (see `replay`), freezes the bridge, makes its globals read-only, and removes code
+/// generation from strings (`eval`, the `Function` constructors).
 ///
 /// With deferred tools, the prototype of `tools` is a Proxy (over a frozen empty object) whose
 /// only trap looks a name up with `deferred` and keeps what it made: a deferred tool is
 /// `tools.<name>` like any other, and no function is made for every tool of a large catalog
 /// per call; the listed tools stay own properties (no trap on their calls).
-const LOCKDOWN: &str = r#"(function (tools, console, attachImage, searchTools, describeTool, deferred) {
+const LOCKDOWN: &str = r#"(function (tools, console, attachImage, searchTools, describeTool, deferred, host) {
   'use strict';
+  const { now, random } = host;
+  // `Date` reads the host's clock for "now" (a call without a time) and is otherwise the
+  // engine's own; `Math.random` is the host's: both give the same values on a replay.
+  const EngineDate = Date;
+  const HostDate = function Date(...args) {
+    if (new.target === undefined) return new EngineDate(now()).toString();
+    return Reflect.construct(EngineDate, args.length === 0 ? [now()] : args, new.target);
+  };
+  Object.setPrototypeOf(HostDate, EngineDate);
+  Object.defineProperty(HostDate, 'prototype', { value: EngineDate.prototype, writable: false });
+  Object.defineProperty(HostDate, 'length', { value: 7 });
+  Object.defineProperty(HostDate, 'now', { value: now, writable: true, configurable: true });
+  Object.defineProperty(EngineDate.prototype, 'constructor', { value: HostDate, writable: true, configurable: true });
+  Object.defineProperty(globalThis, 'Date', { value: HostDate, writable: true, configurable: true });
+  Object.defineProperty(Math, 'random', { value: random, writable: true, configurable: true });
   const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
   const freeze = Object.freeze;
   for (const name of Object.keys(tools)) freeze(tools[name]);

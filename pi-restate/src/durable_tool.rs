@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use pi_tool::{
     AgentTool, ArgumentValidator, BoxFuture, CallLimits, ExecutionMode, PreparedArguments, Replay,
-    ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec, execute_within,
-    outcome_unknown_message,
+    StateType, ToolAnnotations, ToolCallers, ToolContext, ToolError, ToolResult, ToolSpec,
+    execute_within, outcome_unknown_message,
 };
 use serde_json::Value;
 
@@ -70,6 +70,9 @@ impl DurableTool {
     }
 }
 
+// Keep in step with `AgentTool`: every method but `timeout` and `blocking` (applied inside the
+// step) and `execute` is the wrapped tool's answer, or the durable session would silently drop
+// a tool's setting.
 impl AgentTool for DurableTool {
     fn spec(&self) -> &ToolSpec {
         self.inner.spec()
@@ -91,6 +94,26 @@ impl AgentTool for DurableTool {
     /// journaled transcript.
     fn deferred(&self) -> bool {
         self.inner.deferred()
+    }
+
+    fn input_examples(&self) -> &[Value] {
+        self.inner.input_examples()
+    }
+
+    fn keywords(&self) -> &[String] {
+        self.inner.keywords()
+    }
+
+    fn state_types(&self) -> Vec<StateType> {
+        self.inner.state_types()
+    }
+
+    fn eager_input_streaming(&self) -> bool {
+        self.inner.eager_input_streaming()
+    }
+
+    fn aborted_message(&self) -> &str {
+        self.inner.aborted_message()
     }
 
     fn callers(&self) -> ToolCallers {
@@ -172,4 +195,135 @@ async fn started_now(journal: &Journal) -> Result<bool, crate::error::StepError>
         })
         .await?;
     Ok(fresh.load(Ordering::SeqCst))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A tool that answers every question with something other than the default.
+    struct Probe {
+        spec: ToolSpec,
+        examples: Vec<Value>,
+        keywords: Vec<String>,
+        output_schema: Value,
+    }
+
+    impl AgentTool for Probe {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+        fn label(&self) -> &str {
+            "Probe"
+        }
+        fn execution_mode(&self) -> Option<ExecutionMode> {
+            Some(ExecutionMode::Sequential)
+        }
+        fn timeout(&self) -> Option<Duration> {
+            Some(Duration::from_secs(7))
+        }
+        fn blocking(&self) -> bool {
+            true
+        }
+        fn deferred(&self) -> bool {
+            true
+        }
+        fn input_examples(&self) -> &[Value] {
+            &self.examples
+        }
+        fn keywords(&self) -> &[String] {
+            &self.keywords
+        }
+        fn state_types(&self) -> Vec<StateType> {
+            vec![StateType::of::<u32>()]
+        }
+        fn eager_input_streaming(&self) -> bool {
+            true
+        }
+        fn callers(&self) -> ToolCallers {
+            ToolCallers::Code
+        }
+        fn replay(&self) -> Option<Replay> {
+            Some(Replay::Never)
+        }
+        fn aborted_message(&self) -> &str {
+            "Probe aborted"
+        }
+        fn needs_approval(&self, _args: &Value, _ctx: &ToolContext) -> bool {
+            true
+        }
+        fn external(&self) -> bool {
+            true
+        }
+        fn annotations(&self) -> ToolAnnotations {
+            ToolAnnotations::new().read_only(true)
+        }
+        fn output_schema(&self) -> Option<&Value> {
+            Some(&self.output_schema)
+        }
+        fn prepare_arguments(&self, _args: Value) -> Result<Value, ToolError> {
+            Ok(json!({"prepared": true}))
+        }
+        fn rewrites_arguments(&self) -> bool {
+            true
+        }
+        fn execute(
+            &self,
+            _args: Value,
+            _ctx: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolResult, ToolError>> {
+            Box::pin(async { Ok(ToolResult::text("probed")) })
+        }
+    }
+
+    /// The durable wrapper answers every question as its tool does, but `timeout` and
+    /// `blocking`, which it applies inside its journaled step (a method not forwarded would
+    /// silently drop a tool's setting in a durable session).
+    #[test]
+    fn a_durable_tool_answers_as_the_tool_it_wraps() {
+        let probe = Arc::new(Probe {
+            spec: ToolSpec {
+                name: "probe".to_owned(),
+                description: "Answers every question.".to_owned(),
+                parameters: json!({"type": "object"}),
+            },
+            examples: vec![json!({})],
+            keywords: vec!["sonde".to_owned()],
+            output_schema: json!({"type": "object"}),
+        });
+        let (journal, _steps) = Journal::new();
+        let scope = CallScope {
+            session_id: Arc::from("s1"),
+            prompt: 0,
+        };
+        let durable = DurableTool::new(probe.clone(), journal, scope, CallLimits::default());
+        let ctx = ToolContext::new("c1");
+        assert_eq!(durable.spec(), probe.spec());
+        assert_eq!(durable.label(), "Probe");
+        assert_eq!(durable.execution_mode(), Some(ExecutionMode::Sequential));
+        assert!(durable.deferred());
+        assert_eq!(durable.input_examples(), probe.input_examples());
+        assert_eq!(durable.keywords(), probe.keywords());
+        assert_eq!(durable.state_types(), probe.state_types());
+        assert!(durable.eager_input_streaming());
+        assert_eq!(durable.callers(), ToolCallers::Code);
+        assert_eq!(durable.replay(), Some(Replay::Never));
+        assert_eq!(durable.aborted_message(), "Probe aborted");
+        assert!(durable.needs_approval(&json!({}), &ctx));
+        assert!(durable.external());
+        assert_eq!(durable.annotations(), probe.annotations());
+        assert_eq!(durable.output_schema(), probe.output_schema());
+        assert_eq!(
+            durable.prepare_arguments(json!({})).unwrap(),
+            json!({"prepared": true})
+        );
+        assert!(durable.rewrites_arguments());
+        // Applied inside the step, not by the loop.
+        assert_eq!(durable.timeout(), None);
+        assert!(!durable.blocking());
+    }
 }

@@ -1,6 +1,7 @@
 //! Real model APIs: OpenAI Chat Completions (and every OpenAI-compatible server), OpenAI
 //! Responses, Anthropic Messages, Google Generative AI, Mistral, Azure OpenAI, and Google
-//! Vertex AI (Gemini and Claude; signing in needs the `vertex` feature).
+//! Vertex AI (Gemini and Claude; signing in needs the `vertex` feature), and AWS Bedrock (the
+//! `bedrock` feature).
 //!
 //! Each provider is a [`Model`](crate::Model) with a builder (base URL, key, timeouts, retries,
 //! headers). The wire formats, the schema lowering, the stream decoders and the incremental
@@ -32,6 +33,12 @@ macro_rules! model_identity {
 mod anthropic;
 mod assemble;
 mod azure_openai;
+#[cfg(feature = "bedrock")]
+mod bedrock;
+#[cfg(feature = "bedrock")]
+mod bedrock_auth;
+#[cfg(feature = "bedrock")]
+mod bedrock_stream;
 mod decode;
 mod entra_id;
 mod env;
@@ -58,6 +65,10 @@ mod vertex;
 
 pub use anthropic::AnthropicMessages;
 pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
+#[cfg(feature = "bedrock")]
+pub use bedrock::BedrockConverse;
+#[cfg(feature = "bedrock")]
+pub use bedrock_auth::AwsCredentials;
 pub use decode::ResponseDecoder;
 pub use entra_id::{EntraTokenProvider, StaticToken, TokenFuture, TokenResult};
 #[cfg(feature = "http")]

@@ -41,7 +41,7 @@ pub(crate) const STREAM_CUT: &str = "The connection closed before the response w
 /// assert!(matches!(events.last(), Some(AssistantEvent::Done { message, .. }) if message.text() == "Hi"));
 /// ```
 pub struct ResponseDecoder {
-    sse: SseDecoder,
+    sse: Framing,
     wire: Box<dyn WireDecoder>,
     out: Assembler,
     /// The start of the body while no event has arrived: shown when the body is not a stream.
@@ -62,11 +62,25 @@ impl std::fmt::Debug for ResponseDecoder {
 impl ResponseDecoder {
     pub(crate) fn new(wire: Box<dyn WireDecoder>, api: &str, provider: &str, model: &str) -> Self {
         ResponseDecoder {
-            sse: SseDecoder::new(),
+            sse: Framing::Sse(SseDecoder::new()),
             wire,
             out: Assembler::new(api, provider, model),
             head: Some(Vec::new()),
         }
+    }
+
+    /// A decoder of AWS's binary event stream (Bedrock): each message reaches the wire decoder
+    /// as an event named by its `:event-type` (or `exception:<type>`), its payload as data.
+    #[cfg(feature = "bedrock")]
+    pub(crate) fn event_stream(
+        wire: Box<dyn WireDecoder>,
+        api: &str,
+        provider: &str,
+        model: &str,
+    ) -> Self {
+        let mut decoder = Self::new(wire, api, provider, model);
+        decoder.sse = Framing::EventStream(super::bedrock_stream::EventStreamFramer::default());
+        decoder
     }
 
     /// Sets how many bytes of one tool call's argument text are kept (the provider's
@@ -147,6 +161,42 @@ impl ResponseDecoder {
     /// The message so far.
     pub fn message(&self) -> &AssistantMessage {
         self.out.message()
+    }
+}
+
+/// How a body is cut into events.
+enum Framing {
+    /// Server-sent events (every provider but Bedrock).
+    Sse(SseDecoder),
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`).
+    #[cfg(feature = "bedrock")]
+    EventStream(super::bedrock_stream::EventStreamFramer),
+}
+
+impl Framing {
+    fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        match self {
+            Framing::Sse(sse) => sse.push(bytes),
+            #[cfg(feature = "bedrock")]
+            Framing::EventStream(frames) => frames.push(bytes),
+        }
+    }
+
+    fn finish(&mut self) -> Option<SseEvent> {
+        match self {
+            Framing::Sse(sse) => sse.finish(),
+            #[cfg(feature = "bedrock")]
+            Framing::EventStream(frames) => frames.finish(),
+        }
+    }
+
+    /// Text after the last event that was no event (an error object written unframed).
+    fn unframed(&self) -> &str {
+        match self {
+            Framing::Sse(sse) => sse.unframed(),
+            #[cfg(feature = "bedrock")]
+            Framing::EventStream(_) => "",
+        }
     }
 }
 

@@ -41,6 +41,16 @@ impl Reply {
         }
     }
 
+    /// A 200 body of bytes (AWS's binary event stream), in pieces of `size` bytes.
+    pub fn binary(body: &[u8], size: usize, content_type: &str) -> Self {
+        Reply {
+            status: 200,
+            headers: vec![("content-type", content_type.into())],
+            chunks: body.chunks(size).map(<[u8]>::to_vec).collect(),
+            end: End::Complete,
+        }
+    }
+
     pub fn status(status: u16, body: &str) -> Self {
         Reply {
             status,

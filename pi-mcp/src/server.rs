@@ -157,6 +157,18 @@ pub enum ServeError {
          addresses only"
     )]
     RemoteWithoutAuth(SocketAddr),
+    /// A tool takes `State<T>` and the registry holds no `T`: found before serving starts
+    /// ([`McpServer::check`]), so no call of it fails later.
+    #[error(
+        "cannot serve the tool `{tool}`: it takes `State<{type_name}>`, but the registry holds no \
+         `{type_name}`: add it with `with_state(..)` on the registry before serving"
+    )]
+    MissingState {
+        /// The tool's name.
+        tool: String,
+        /// The state type.
+        type_name: String,
+    },
     /// The Unix socket could not be set up at `path`.
     #[error("cannot serve MCP on the Unix socket {}: {reason}", path.display())]
     UnixSocket {
@@ -314,6 +326,42 @@ impl McpServer {
         &self.registry
     }
 
+    /// Whether every tool can run: a tool taking `State<T>` whose `T` the registry does not hold
+    /// is [`ServeError::MissingState`], naming the first such tool and the type, as the agent
+    /// loop checks its tools before a request. Every `serve_*` method checks this before it
+    /// serves anything; call it yourself before mounting a [`router`](Self::router).
+    ///
+    /// ```
+    /// use pi_mcp::{McpServer, ServeError};
+    /// use pi_tool::{State, ToolRegistry, tool};
+    ///
+    /// struct Db;
+    ///
+    /// /// Count the rows.
+    /// #[tool]
+    /// async fn count(db: State<Db>) -> String {
+    ///     let _ = db;
+    ///     "0".to_owned()
+    /// }
+    ///
+    /// let server = McpServer::new(ToolRegistry::new().with(CountTool));
+    /// assert!(matches!(server.check(), Err(ServeError::MissingState { tool, .. }) if tool == "count"));
+    /// let server = McpServer::new(ToolRegistry::new().with(CountTool).with_state(Db));
+    /// assert!(server.check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), ServeError> {
+        match pi_tool::missing_state(self.registry.tools(), self.registry.state())
+            .into_iter()
+            .next()
+        {
+            Some(missing) => Err(ServeError::MissingState {
+                type_name: missing.state_type.name().to_owned(),
+                tool: missing.tool,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The handler: the tool list and everything per tool, built once and shared by sessions.
     fn handler(&self) -> RegistryHandler {
         RegistryHandler::new(Arc::new(Catalog::new(
@@ -336,6 +384,7 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.check()?;
         let running = self
             .handler()
             .serve((reader, writer))
@@ -356,6 +405,7 @@ impl McpServer {
     /// for [`without_auth`](Self::without_auth) on such an address
     /// ([`ServeError::RemoteWithoutAuth`]).
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<(), ServeError> {
+        self.check()?;
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
         for addr in &addrs {
             self.check_address(*addr)?;
@@ -370,6 +420,7 @@ impl McpServer {
     /// delay (`TCP_NODELAY`), so an SSE stream's events are not held back for a client's
     /// delayed acknowledgement.
     pub async fn serve_http_on(self, listener: TcpListener) -> Result<(), ServeError> {
+        self.check()?;
         let local = listener.local_addr()?;
         self.check_address(local)?;
         let mut origins = self.allowed_origins.clone();
@@ -402,6 +453,7 @@ impl McpServer {
     /// `--unix-socket PATH`).
     #[cfg(unix)]
     pub async fn serve_unix(mut self, path: impl AsRef<Path>) -> Result<(), ServeError> {
+        self.check()?;
         if matches!(self.auth, Auth::Unchosen) {
             self.auth = Auth::Disabled;
         }

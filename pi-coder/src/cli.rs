@@ -86,7 +86,8 @@ pub struct Args {
     /// Print mode: send the prompts, print the answer and exit
     #[arg(short = 'p', long = "print")]
     pub print: bool,
-    /// Provider: openai, anthropic, google, mistral, azure-openai-responses, openai-compatible
+    /// Provider: openai, anthropic, google, mistral, azure-openai-responses, amazon-bedrock,
+    /// google-vertex, google-vertex-anthropic, openai-compatible
     /// or one of models.json (default: the first configured in the environment)
     #[arg(long, env = "PI_PROVIDER")]
     pub provider: Option<String>,

@@ -1,5 +1,6 @@
 //! The models `pi` knows, as pi 0.73.1's `ModelRegistry` knows them: the built-in catalog of the
-//! providers this crate speaks (OpenAI, Anthropic, Google, Mistral, Azure OpenAI;
+//! providers this crate speaks (OpenAI, Anthropic, Google, Mistral, Azure OpenAI, Amazon
+//! Bedrock, Google Vertex AI;
 //! `models/catalog-pi-0.73.1.json`,
 //! written from pi's own `MODELS` by `models/record.mjs`), plus the providers and models of
 //! `models.json`. Each model comes with what the agent needs besides its id: the context window
@@ -12,8 +13,9 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use pi_runtime::providers::{
-    AnthropicMessages, AzureOpenAiResponses, CompletionsCompat, GoogleGenerativeAi, MistralChat,
-    OpenAiCompletions, OpenAiResponses,
+    AnthropicMessages, AzureOpenAiResponses, BedrockConverse, CompletionsCompat,
+    GoogleGenerativeAi, MistralChat, OpenAiCompletions, OpenAiResponses, VertexAnthropic,
+    VertexGemini,
 };
 use pi_runtime::{AssistantEvent, AssistantMessage, Context, Model, StreamOptions, ThinkingLevel};
 use pi_tool::Usage;
@@ -23,22 +25,31 @@ use serde_json::{Map, Value};
 use crate::config::{ModelCost, ModelsConfig, ProviderConfig, resolve_config_value};
 
 /// The providers of the built-in catalog.
-pub const BUILT_IN_PROVIDERS: [&str; 5] = [
+pub const BUILT_IN_PROVIDERS: [&str; 7] = [
     "openai",
     "anthropic",
     "google",
     "mistral",
     "azure-openai-responses",
+    "amazon-bedrock",
+    "google-vertex",
 ];
 
+/// Claude on Vertex AI: Anthropic's API (`anthropic-messages`) under this provider name is
+/// sent to Vertex (pi 0.73.1's catalog has no models of it; name them in `models.json` or with
+/// `--model`).
+pub const VERTEX_ANTHROPIC: &str = "google-vertex-anthropic";
+
 /// The wire APIs this crate speaks.
-pub const SUPPORTED_APIS: [&str; 6] = [
+pub const SUPPORTED_APIS: [&str; 8] = [
     OpenAiCompletions::API,
     OpenAiResponses::API,
     AnthropicMessages::API,
     GoogleGenerativeAi::API,
     MistralChat::API,
     AzureOpenAiResponses::API,
+    BedrockConverse::API,
+    VertexGemini::API,
 ];
 
 /// pi's built-in catalog for [`BUILT_IN_PROVIDERS`].
@@ -52,12 +63,14 @@ pub const DEFAULT_MAX_TOKENS: u64 = 16_384;
 const MAX_TOKENS_CAP: u64 = 32_000;
 
 /// pi's default model per built-in provider (`defaultModelPerProvider`).
-const PI_DEFAULT_MODELS: [(&str, &str); 5] = [
+const PI_DEFAULT_MODELS: [(&str, &str); 7] = [
     ("anthropic", "claude-opus-4-7"),
     ("openai", "gpt-5.4"),
     ("google", "gemini-3.1-pro-preview"),
     ("mistral", "devstral-medium-latest"),
     ("azure-openai-responses", "gpt-5.4"),
+    ("amazon-bedrock", "us.anthropic.claude-opus-4-6-v1"),
+    ("google-vertex", "gemini-3.1-pro-preview"),
 ];
 
 /// A model and what is known about it, serialized as pi's `Model` (RPC's `get_state`).
@@ -204,6 +217,8 @@ impl ModelRegistry {
     /// The catalog with `config` applied.
     pub fn from_config(config: ModelsConfig, error: Option<String>) -> ModelRegistry {
         let mut models: Vec<ModelInfo> = serde_json::from_str(CATALOG).unwrap_or_default();
+        let vertex_claude = vertex_anthropic_models(&models);
+        models.extend(vertex_claude);
         for model in &mut models {
             let Some(provider) = config.providers.get(&model.provider) else {
                 continue;
@@ -303,6 +318,7 @@ impl ModelRegistry {
             .get(provider)
             .is_some_and(|p| p.api_key.is_some())
             || env_key(provider).is_some()
+            || cloud_sign_in(provider)
     }
 
     /// The models with a key configured (pi's `getAvailable`).
@@ -484,7 +500,32 @@ impl ModelRegistry {
                 model
             }};
         }
+        // The cloud APIs take their endpoint from the region or location (the catalog's URL is
+        // a template or one region's): a base URL only when models.json names another.
+        let cloud_base = |model_base: &str| -> Option<String> {
+            let catalog = model_base.contains('{')
+                || (model_base.starts_with("https://bedrock-runtime.")
+                    && model_base.ends_with(".amazonaws.com"));
+            (!catalog && !model_base.is_empty()).then(|| model_base.to_owned())
+        };
         let model: Arc<dyn Model> = match info.api.as_str() {
+            AnthropicMessages::API if info.provider == VERTEX_ANTHROPIC => {
+                let mut model = configure!(VertexAnthropic::new(info.id.clone()));
+                model = model.base_url(cloud_base(&info.base_url).unwrap_or_default());
+                Arc::new(model)
+            }
+            BedrockConverse::API => {
+                // A key here is a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK or models.json's);
+                // without one the request is signed with the AWS credentials.
+                let mut model = configure!(BedrockConverse::new(info.id.clone()));
+                model = model.base_url(cloud_base(&info.base_url).unwrap_or_default());
+                Arc::new(model)
+            }
+            VertexGemini::API => {
+                let mut model = configure!(VertexGemini::new(info.id.clone()));
+                model = model.base_url(cloud_base(&info.base_url).unwrap_or_default());
+                Arc::new(model)
+            }
             OpenAiCompletions::API => {
                 let mut model = configure!(OpenAiCompletions::new(info.id.clone()));
                 let mut compat = completions_compat(info);
@@ -605,11 +646,62 @@ fn env_key(provider: &str) -> Option<String> {
         "google" => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
         "mistral" => &["MISTRAL_API_KEY"],
         "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
+        // Keys proper; the other sign-ins are `cloud_sign_in`'s.
+        "amazon-bedrock" => &["AWS_BEARER_TOKEN_BEDROCK"],
+        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
         _ => &[],
     };
     names
         .iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+}
+
+/// Claude on Vertex AI: the dated Claude models of the catalog under Vertex's ids
+/// (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5@20250929` there), with Anthropic's
+/// prices and limits; their endpoint comes from the project and location.
+fn vertex_anthropic_models(catalog: &[ModelInfo]) -> Vec<ModelInfo> {
+    catalog
+        .iter()
+        .filter(|m| m.provider == "anthropic")
+        .filter_map(|m| {
+            let (name, date) = m.id.rsplit_once('-')?;
+            (date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit())).then(|| {
+                let mut model = m.clone();
+                model.provider = VERTEX_ANTHROPIC.to_owned();
+                model.id = format!("{name}@{date}");
+                model.base_url = String::new();
+                model
+            })
+        })
+        .collect()
+}
+
+/// Whether a cloud provider can sign in without a key, as pi's `getEnvApiKey` decides: AWS
+/// credentials for Bedrock (a profile, access keys, or a container or web-identity role),
+/// Application Default Credentials with a project and location for Vertex AI.
+fn cloud_sign_in(provider: &str) -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    match provider {
+        "amazon-bedrock" => {
+            set("AWS_PROFILE")
+                || (set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY"))
+                || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                || set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        }
+        "google-vertex" | VERTEX_ANTHROPIC => {
+            let credentials = set("GOOGLE_APPLICATION_CREDENTIALS")
+                || std::env::var_os("HOME").is_some_and(|home| {
+                    std::path::Path::new(&home)
+                        .join(".config/gcloud/application_default_credentials.json")
+                        .exists()
+                });
+            credentials
+                && (set("GOOGLE_CLOUD_PROJECT") || set("GCLOUD_PROJECT"))
+                && set("GOOGLE_CLOUD_LOCATION")
+        }
+        _ => false,
+    }
 }
 
 /// pi's `detectCompat` + `getCompat` for a Chat Completions model: what the provider and its
@@ -891,6 +983,62 @@ mod tests {
     }
 
     #[test]
+    fn bedrock_and_vertex_models_are_built_on_their_apis() {
+        let registry = registry(r#"{"providers": {}}"#);
+        let (claude, _, warning) = registry
+            .resolve_cli(Some("amazon-bedrock"), "us.anthropic.claude-opus-4-6-v1")
+            .unwrap();
+        assert_eq!(warning, None);
+        let model = registry.build(&claude, None, None).unwrap();
+        assert_eq!(
+            (model.api(), model.provider(), model.id()),
+            (
+                "bedrock-converse-stream",
+                "amazon-bedrock",
+                "us.anthropic.claude-opus-4-6-v1"
+            )
+        );
+        let (gemini, _, warning) = registry
+            .resolve_cli(Some("google-vertex"), "gemini-3.1-pro-preview")
+            .unwrap();
+        assert_eq!(warning, None);
+        let model = registry.build(&gemini, None, None).unwrap();
+        assert_eq!(
+            (model.api(), model.provider()),
+            ("google-vertex", "google-vertex")
+        );
+        // Claude on Vertex: the catalog's dated Claude models under Vertex's ids.
+        let (vertex_claude, _, warning) = registry
+            .resolve_cli(
+                Some("google-vertex-anthropic"),
+                "claude-sonnet-4-5@20250929",
+            )
+            .unwrap();
+        assert_eq!(warning, None);
+        assert_eq!(
+            vertex_claude.cost,
+            registry
+                .find("anthropic", "claude-sonnet-4-5-20250929")
+                .unwrap()
+                .cost
+        );
+        let model = registry.build(&vertex_claude, None, None).unwrap();
+        assert_eq!(
+            (model.api(), model.provider(), model.id()),
+            (
+                "anthropic-messages",
+                "google-vertex-anthropic",
+                "claude-sonnet-4-5@20250929"
+            )
+        );
+        assert!(
+            registry
+                .find("google-vertex-anthropic", "claude-sonnet-4-5")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn cli_patterns_resolve_as_pi_resolves_them() {
         let registry = registry(
             r#"{"providers": {"mock": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
@@ -906,6 +1054,13 @@ mod tests {
             .unwrap();
         assert_eq!(model.provider, "mock");
         let (model, _, _) = registry.resolve_cli(None, "sonnet-4-5").unwrap();
+        // An alias before a dated version, the one that sorts last: with Bedrock's models in
+        // the catalog that is its inference profile, as pi 0.73.1's resolveCliModel answers
+        // over the same providers' models.
+        assert_eq!(model.id, "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        let (model, _, _) = registry
+            .resolve_cli(Some("anthropic"), "sonnet-4-5")
+            .unwrap();
         assert_eq!(
             model.id, "claude-sonnet-4-5",
             "an alias before a dated version"

@@ -8,7 +8,7 @@ pub(super) fn print(registry: &ModelRegistry, search: &str) {
     let mut models = registry.available();
     if models.is_empty() {
         println!(
-            "No models available. Set a provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, MISTRAL_API_KEY, AZURE_OPENAI_API_KEY) or add providers and models to ~/.pi/agent/models.json."
+            "No models available. Set a provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, MISTRAL_API_KEY, AZURE_OPENAI_API_KEY, AWS_BEARER_TOKEN_BEDROCK or AWS credentials, Vertex AI's GOOGLE_APPLICATION_CREDENTIALS with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION) or add providers and models to ~/.pi/agent/models.json."
         );
         return;
     }

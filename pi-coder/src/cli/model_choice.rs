@@ -355,6 +355,11 @@ const HELP: &str = "Set one of:
   MISTRAL_API_KEY    Mistral (default model devstral-medium-latest)
   AZURE_OPENAI_API_KEY  Azure OpenAI (--provider azure-openai-responses), with
                      AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME
+  AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE
+                     Amazon Bedrock (--provider amazon-bedrock; region from AWS_REGION)
+  GOOGLE_APPLICATION_CREDENTIALS (or `gcloud auth application-default login`) with
+                     GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION: Vertex AI
+                     (--provider google-vertex, or google-vertex-anthropic for Claude)
   OPENAI_BASE_URL    an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter), e.g.
                      http://localhost:11434/v1, together with PI_MODEL=<model id>
 PI_MODEL=<provider>/<model> (e.g. anthropic/claude-haiku-4-5) picks a provider and model.
@@ -383,6 +388,12 @@ fn provider_keys(provider: &str) -> &'static str {
         "mistral" => "MISTRAL_API_KEY",
         "azure-openai-responses" => {
             "AZURE_OPENAI_API_KEY (with AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME)"
+        }
+        "amazon-bedrock" => {
+            "AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (region: AWS_REGION)"
+        }
+        "google-vertex" | "google-vertex-anthropic" => {
+            "GOOGLE_APPLICATION_CREDENTIALS (or `gcloud auth application-default login`) with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION"
         }
         _ => "OPENAI_BASE_URL (or --base-url) and a model (--model or PI_MODEL)",
     }

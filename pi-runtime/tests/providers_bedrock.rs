@@ -6,6 +6,7 @@
 //! `recorded/bedrock_recordings.py`).
 #![cfg(feature = "bedrock")]
 
+mod sdk_types;
 mod wire_server;
 
 use std::sync::Arc;
@@ -241,6 +242,108 @@ fn the_request_body_is_converse() {
     assert_eq!(
         body["messages"][1]["content"][0]["toolUse"]["toolUseId"],
         "tooluse_1"
+    );
+}
+
+/// The bodies as the AWS SDK's `ConverseStreamRequest` (`tsc --strict`): every field and value
+/// we send is one the SDK declares. The SDK's input has the model id (the wire puts it in the
+/// path) and blobs (image bytes, redacted reasoning) as `Uint8Array` where the wire has base64,
+/// so those are put back.
+#[test]
+fn request_bodies_are_the_aws_sdks_converse_stream_request() {
+    let Some(deps) = sdk_types::with_sdk(&sdk_types::BEDROCK_CONVERSE_STREAM) else {
+        return;
+    };
+    let messages = conversation(CLAUDE);
+    let tools = [weather_tool()];
+    let mut redacted = conversation(CLAUDE);
+    redacted[1] = Arc::new(Message::Assistant(
+        AssistantMessage::new(
+            vec![
+                AssistantContent::redacted_thinking("cnNuX3BVUGgx"),
+                AssistantContent::tool_call("tooluse_1", "get_weather", json!({"city": "Oslo"})),
+            ],
+            StopReason::ToolUse,
+        )
+        .with_api("bedrock-converse-stream")
+        .with_provider("amazon-bedrock")
+        .with_model(CLAUDE),
+    ));
+    let mut bodies = Vec::new();
+    for (model, messages, choice, thinking) in [
+        (
+            CLAUDE,
+            &messages,
+            Some(ToolChoice::Tool("get_weather".into())),
+            Some(ThinkingLevel::High),
+        ),
+        (CLAUDE, &redacted, Some(ToolChoice::Required), None),
+        (
+            "amazon.nova-pro-v1:0",
+            &messages,
+            Some(ToolChoice::Auto),
+            None,
+        ),
+        ("meta.llama3-70b-instruct-v1:0", &messages, None, None),
+    ] {
+        let context = Context {
+            system_prompt: "Be brief.",
+            messages,
+            tools: &tools,
+        };
+        let mut options = StreamOptions::default();
+        options.tool_choice = choice;
+        options.thinking = thinking;
+        options.temperature = Some(0.2);
+        let mut body = BedrockConverse::new(model)
+            .max_tokens(1000)
+            .request_body(context, &options);
+        body["modelId"] = json!(model);
+        bodies.push(body);
+    }
+    /// The wire's base64 blobs as the SDK's `Uint8Array`.
+    fn sdk_literal(value: &Value) -> String {
+        fn mark(value: &mut Value) {
+            match value {
+                Value::Object(map) => {
+                    for (key, inner) in map.iter_mut() {
+                        if (key == "bytes" || key == "redactedContent") && inner.is_string() {
+                            *inner = json!("__BYTES__");
+                        } else {
+                            mark(inner);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(mark),
+                _ => {}
+            }
+        }
+        let mut value = value.clone();
+        mark(&mut value);
+        value
+            .to_string()
+            .replace("\"__BYTES__\"", "new Uint8Array(0)")
+    }
+    let literals: Vec<String> = bodies.iter().map(sdk_literal).collect();
+    assert!(literals[0].contains("new Uint8Array(0)"));
+    let import = "import type { ConverseStreamRequest } from \"@aws-sdk/client-bedrock-runtime\";";
+    if let Err(report) =
+        sdk_types::type_check_literals(&deps, "bedrock", import, "ConverseStreamRequest", &literals)
+    {
+        panic!("the AWS SDK refuses a body:\n{report}");
+    }
+    // The check can fail: a field the SDK does not have is refused.
+    let mut wrong = bodies[0].clone();
+    wrong["toolConfig"]["tools"][0]["toolSpec"]["input_schema"] = json!({});
+    assert!(
+        sdk_types::type_check_literals(
+            &deps,
+            "bedrock-wrong",
+            import,
+            "ConverseStreamRequest",
+            &[sdk_literal(&wrong)],
+        )
+        .is_err()
     );
 }
 

@@ -6,6 +6,7 @@
 #![cfg(feature = "vertex")]
 
 mod recorded;
+mod sdk_types;
 mod wire_server;
 
 use std::sync::Arc;
@@ -389,6 +390,65 @@ async fn a_gemini_api_key_is_sent_as_vertex_express_mode_takes_it() {
         Some("AQ.express-key-1234")
     );
     assert!(seen[0].header("authorization").is_none());
+}
+
+/// Claude on Vertex's bodies as Anthropic's SDK types them for Vertex (`@anthropic-ai/sdk`
+/// 1.10.0's `MessageCreateParamsStreaming` without `model`, which is in the URL, and with
+/// `anthropic_version`, as `@anthropic-ai/vertex-sdk` builds them), under `tsc --strict`.
+#[test]
+fn claude_on_vertex_bodies_are_anthropics_without_the_model() {
+    let Some(deps) = sdk_types::with_sdk(&sdk_types::ANTHROPIC_MESSAGES) else {
+        return;
+    };
+    let messages = vec![Arc::new(Message::user("Weather in Zürich?"))];
+    let tools = [weather_tool()];
+    let context = Context {
+        system_prompt: "Be brief.",
+        messages: &messages,
+        tools: &tools,
+    };
+    let mut thinking = StreamOptions::default();
+    thinking.thinking = Some(pi_runtime::ThinkingLevel::Medium);
+    let bodies: Vec<String> = [StreamOptions::default(), thinking]
+        .iter()
+        .map(|options| {
+            VertexAnthropic::new("claude-sonnet-4-5@20250929")
+                .strict(true)
+                .request_body(context, options)
+                .to_string()
+        })
+        .collect();
+    let import = format!(
+        "import type {{ {} }} from \"{}\";",
+        sdk_types::ANTHROPIC_MESSAGES.name,
+        sdk_types::ANTHROPIC_MESSAGES.module
+    );
+    let vertex_type = "Omit<MessageCreateParamsStreaming, \"model\"> & { anthropic_version: \"vertex-2023-10-16\" }";
+    if let Err(report) =
+        sdk_types::type_check_literals(&deps, "vertex-claude", &import, vertex_type, &bodies)
+    {
+        panic!("Anthropic's SDK refuses a body:\n{report}");
+    }
+    // A body with the model (Anthropic's own) is not Vertex's.
+    let with_model = anthropic_body_with_model(context);
+    assert!(
+        sdk_types::type_check_literals(
+            &deps,
+            "vertex-claude-wrong",
+            &import,
+            "Omit<MessageCreateParamsStreaming, \"model\"> & { anthropic_version: \"vertex-2023-10-16\"; model?: never }",
+            &[with_model],
+        )
+        .is_err()
+    );
+}
+
+/// Anthropic's own body (with `model`), for the negative check.
+fn anthropic_body_with_model(context: Context<'_>) -> String {
+    let mut body = pi_runtime::providers::AnthropicMessages::new("claude-sonnet-4-5")
+        .request_body(context, &StreamOptions::default());
+    body["anthropic_version"] = json!("vertex-2023-10-16");
+    body.to_string()
 }
 
 /// The Vertex AI SDK test data (FirebaseExtended/vertexai-sdk-test-data, origin in the

@@ -35,6 +35,13 @@ pub const ANTHROPIC_MESSAGES: RequestType = RequestType {
     marker: "@anthropic-ai/sdk/resources/messages/messages.d.ts",
 };
 
+/// Bedrock's ConverseStream request (`@aws-sdk/client-bedrock-runtime` 3.1178.0).
+pub const BEDROCK_CONVERSE_STREAM: RequestType = RequestType {
+    module: "@aws-sdk/client-bedrock-runtime",
+    name: "ConverseStreamRequest",
+    marker: "@aws-sdk/client-bedrock-runtime/dist-types/models/models_0.d.ts",
+};
+
 /// The test dependencies' folder.
 pub fn folder() -> PathBuf {
     match std::env::var_os("PI_TEST_DEPS") {
@@ -82,23 +89,33 @@ pub fn file(path: &str) -> Option<PathBuf> {
 /// Runs `tsc --strict --noEmit` on the bodies as literals of `request`'s type; its report when
 /// it refuses them.
 pub fn type_check(deps: &Path, request: &RequestType, bodies: &[&Value]) -> Result<(), String> {
-    // Inside the folder, so the SDK resolves from its `node_modules`.
-    let dir = deps.join(format!(
-        "type-check-{}-{}-{}",
-        request.name,
-        std::process::id(),
-        bodies.len()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut source = format!(
-        "import type {{ {} }} from \"{}\";\n",
+    let import = format!(
+        "import type {{ {} }} from \"{}\";",
         request.name, request.module
     );
-    for (i, body) in bodies.iter().enumerate() {
-        source.push_str(&format!(
-            "export const body{i}: {} = {body};\n",
-            request.name
-        ));
+    let literals: Vec<String> = bodies.iter().map(|body| body.to_string()).collect();
+    type_check_literals(deps, request.name, &import, request.name, &literals)
+}
+
+/// Runs `tsc --strict --noEmit` on TypeScript literals as values of `type_expr` (a type the
+/// `import` lines bring in, or one built from them); its report when it refuses them.
+pub fn type_check_literals(
+    deps: &Path,
+    label: &str,
+    import: &str,
+    type_expr: &str,
+    literals: &[String],
+) -> Result<(), String> {
+    // Inside the folder, so the SDK resolves from its `node_modules`.
+    let dir = deps.join(format!(
+        "type-check-{label}-{}-{}",
+        std::process::id(),
+        NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut source = format!("{import}\n");
+    for (i, literal) in literals.iter().enumerate() {
+        source.push_str(&format!("export const body{i}: {type_expr} = {literal};\n"));
     }
     let file = dir.join("bodies.ts");
     std::fs::write(&file, source).unwrap();

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use pi_runtime::providers::{
-    AnthropicMessages, OpenAiCompletions, OpenAiResponses, StrictPreference, StrictTools,
+    AnthropicMessages, AzureOpenAiResponses, OpenAiCompletions, OpenAiResponses, StrictPreference,
+    StrictTools,
 };
 use pi_runtime::{AssistantEvent, Context, Message, Model, StopReason, StreamOptions};
 use pi_tool::ToolSpec;
@@ -353,4 +354,32 @@ async fn openai_completions_named_tool_that_is_required_is_not_retried() {
             ("read", Some(true))
         ])
     );
+}
+
+#[tokio::test]
+async fn azure_openai_falls_back_as_openai_does() {
+    let server = Server::start(vec![
+        Reply::status(400, OPENAI_INVALID_SCHEMA),
+        Reply::stream(RESPONSES_TOOLS, 16),
+    ])
+    .await;
+    let model = AzureOpenAiResponses::new("gpt-5")
+        .base_url(format!("{}/openai/v1", server.url))
+        .deployment("prod-gpt5")
+        .api_key("azure-test-key")
+        .max_retries(0);
+    let events = run(&model, &session("s1")).await;
+    assert!(ended_done(&events), "{:?}", events.last());
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].target, "/openai/v1/responses");
+    assert_eq!(
+        strictness(&seen[1].body),
+        named(&[
+            ("get_me", Some(false)),
+            ("edit", Some(true)),
+            ("read", Some(true))
+        ])
+    );
+    assert!(model.strict_tools_policy().fallback(Some("s1")).is_some());
 }

@@ -459,19 +459,27 @@ impl WireDecoder for ContentFilterDecoder {
     }
 }
 
+/// A request body and the tools it was built from (for the strict-tool fallback).
+#[cfg(feature = "http")]
+struct Outgoing<'a> {
+    body: Value,
+    tools: &'a [pi_tool::ToolSpec],
+}
+
 /// The stream of one Azure request: signs it (a token provider may take a while), then sends
-/// it as any other.
+/// it as any other, once more without `strict` on the tools Azure refuses strict (as OpenAI's).
 #[cfg(feature = "http")]
 fn azure_stream<'a>(
     client: &'a super::http::LazyClient,
     settings: &'a Settings,
     azure: &'a Azure,
     wire: Wire,
-    body: Value,
-    decoder: super::ResponseDecoder,
+    outgoing: Outgoing<'a>,
+    decoder: impl Fn() -> super::ResponseDecoder + Send + Sync + 'a,
     options: &'a StreamOptions,
 ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
     use futures_util::StreamExt;
+    let Outgoing { body, tools } = outgoing;
     let prepare = async move {
         let endpoint = azure.endpoint(settings, wire, &env);
         let deployment = endpoint.as_ref().map(|e| e.deployment.clone()).ok();
@@ -502,10 +510,19 @@ fn azure_stream<'a>(
                 request.url
             ));
         }
-        super::sign_in::with_hint(
-            super::http::stream(client, settings, request, decoder, options),
-            hint,
-        )
+        let dialect = match wire {
+            Wire::Responses => super::strict_fallback::Dialect::OpenAiResponses,
+            Wire::Completions => super::strict_fallback::Dialect::OpenAiCompletions,
+        };
+        let events = super::strict_fallback::stream(
+            &settings.strict_tools,
+            dialect,
+            request,
+            tools,
+            options,
+            move |request| super::http::stream(client, settings, request, decoder(), options),
+        );
+        super::sign_in::with_hint(events, hint)
     };
     futures_util::stream::once(prepare).flatten().boxed()
 }
@@ -528,8 +545,11 @@ impl crate::model::Model for AzureOpenAiResponses {
             &self.settings,
             &self.azure,
             Wire::Responses,
-            self.request_body(context, options),
-            self.decoder(),
+            Outgoing {
+                body: self.request_body(context, options),
+                tools: context.tools,
+            },
+            move || self.decoder(),
             options,
         )
     }
@@ -553,8 +573,11 @@ impl crate::model::Model for AzureOpenAiCompletions {
             &self.settings,
             &self.azure,
             Wire::Completions,
-            self.request_body(context, options),
-            self.decoder(),
+            Outgoing {
+                body: self.request_body(context, options),
+                tools: context.tools,
+            },
+            move || self.decoder(),
             options,
         )
     }

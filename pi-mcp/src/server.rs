@@ -12,6 +12,7 @@ mod handler;
 mod jwt;
 mod limits;
 mod messages;
+mod request_ids;
 mod resource;
 mod sessions;
 #[cfg(unix)]
@@ -40,6 +41,7 @@ pub use self::jwt::{
 };
 pub use self::limits::HttpLimits;
 use self::messages::MessageCheck;
+use self::request_ids::RequestIds;
 pub use self::resource::{AuthConfigError, ProtectedResource};
 use self::sessions::{CappedSessions, Sessions};
 
@@ -477,17 +479,21 @@ impl McpServer {
     }
 
     fn build_router(&self, path: &str, origins: Vec<String>) -> axum::Router {
-        let handler = self.handler();
+        let ids = Arc::new(RequestIds::default());
+        let handler = self.handler().with_request_ids(Arc::clone(&ids));
         let sessions = Arc::new(Sessions::new(
             self.http_limits.max_sessions(),
             self.http_limits.max_sessions_per_principal(),
         ));
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
-            Arc::new(CappedSessions::new(sessions)),
+            Arc::new(CappedSessions::new(sessions, Arc::clone(&ids))),
             self.transport_config(origins),
         );
-        let message_check = Arc::new(MessageCheck::new(self.max_request_body_bytes));
+        let message_check = Arc::new(MessageCheck::new(
+            self.max_request_body_bytes,
+            Arc::clone(&ids),
+        ));
         let gate = Arc::new(match &self.auth {
             Auth::Unchosen => Gate::Unchosen,
             Auth::Disabled => Gate::Open,

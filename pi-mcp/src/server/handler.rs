@@ -12,16 +12,24 @@ use rmcp::{RoleServer, ServerHandler};
 
 use super::call;
 use super::catalog::Catalog;
+use super::request_ids::RequestIds;
 
-/// The handler every session shares; cloning is one reference count.
+/// The handler every session shares; cloning is two reference counts.
 #[derive(Clone)]
 pub(crate) struct RegistryHandler {
     catalog: Arc<Catalog>,
+    /// Over HTTP, the sessions' request ids, which a client's cancel reaches calls through.
+    ids: Option<Arc<RequestIds>>,
 }
 
 impl RegistryHandler {
     pub(crate) fn new(catalog: Arc<Catalog>) -> Self {
-        RegistryHandler { catalog }
+        RegistryHandler { catalog, ids: None }
+    }
+
+    pub(crate) fn with_request_ids(mut self, ids: Arc<RequestIds>) -> Self {
+        self.ids = Some(ids);
+        self
     }
 }
 
@@ -60,6 +68,9 @@ impl ServerHandler for RegistryHandler {
                 None,
             ));
         };
+        if let Some(ids) = &self.ids {
+            ids.attach(&context);
+        }
         Ok(call::run(&self.catalog, served, request, context).await)
     }
 }

@@ -11,10 +11,11 @@
 //!
 //! In a session rmcp routes an answer to the HTTP stream of the request with that id, so a
 //! second request with an id already in flight took the first one's stream, and the first
-//! never got its answer. Such a request is answered here with a JSON-RPC error instead.
+//! never got its answer. Such a request is answered here with a JSON-RPC error instead (the
+//! ids are [`RequestIds`]': taken until the call's answer went out, not until the client
+//! hung up).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -27,49 +28,25 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::guarded_body::with_guard;
+use super::request_ids::{RequestIds, id_in_use_message};
 
 /// JSON-RPC's "Parse error": the body is not JSON (or nests too deep to read).
 const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's "Invalid Request": JSON, but not one JSON-RPC message; or an id in use.
 const INVALID_REQUEST: i64 = -32600;
 
-/// The request ids in flight, per session id.
-type InFlightIds = Arc<Mutex<HashSet<(Arc<str>, RequestId)>>>;
-
-/// The state of the check: the body limit and the ids in flight per session.
+/// The state of the check: the body limit and the sessions' request ids in flight.
 pub(crate) struct MessageCheck {
     max_body_bytes: usize,
-    in_flight: InFlightIds,
+    ids: Arc<RequestIds>,
 }
 
 impl MessageCheck {
-    pub(crate) fn new(max_body_bytes: usize) -> Self {
+    pub(crate) fn new(max_body_bytes: usize, ids: Arc<RequestIds>) -> Self {
         MessageCheck {
             max_body_bytes,
-            in_flight: Arc::default(),
+            ids,
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashSet<(Arc<str>, RequestId)>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// A request id in flight in a session, released when its answer has been sent or dropped.
-struct Claim {
-    key: (Arc<str>, RequestId),
-    in_flight: InFlightIds,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.key);
     }
 }
 
@@ -87,26 +64,17 @@ pub(crate) async fn check(
         Ok(body) => body,
         Err(response) => return response,
     };
-    let claim = match parts
+    // The session takes the id when rmcp hands it the request; one taken already is refused
+    // here, as plain JSON.
+    if let Some(session) = parts
         .headers
         .get("mcp-session-id")
         .and_then(|value| value.to_str().ok())
+        && let Some(id) = request_id(&body)
+        && check.ids.is_taken(session, &id)
     {
-        Some(session) => match request_id(&body) {
-            Some(id) => {
-                let key = (Arc::<str>::from(session), id);
-                if !check.lock().insert(key.clone()) {
-                    return id_in_flight(&key.1);
-                }
-                Some(Claim {
-                    key,
-                    in_flight: check.in_flight.clone(),
-                })
-            }
-            None => None,
-        },
-        None => None,
-    };
+        return id_in_flight(&id);
+    }
     let response = next
         .run(Request::from_parts(parts, Body::from(body.clone())))
         .await;
@@ -115,10 +83,7 @@ pub(crate) async fn check(
     {
         return answer;
     }
-    match claim {
-        Some(claim) => response.map(|body| with_guard(body, claim)),
-        None => response,
-    }
+    response
 }
 
 /// The `Content-Type` rmcp reads a body for: `application/json`, with any parameters.
@@ -210,11 +175,7 @@ fn id_in_flight(id: &RequestId) -> Response {
         StatusCode::OK,
         &json!(id),
         INVALID_REQUEST,
-        &format!(
-            "Invalid Request: the id {} is already used by a request in flight in this session; \
-             each request needs an id of its own",
-            json!(id)
-        ),
+        &id_in_use_message(id),
     )
 }
 

@@ -15,7 +15,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use http::{HeaderValue, Method, StatusCode, header};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
@@ -26,6 +26,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 
 use super::auth::VerifiedToken;
+use super::request_ids::{ReleasingTransport, RequestIds, id_in_use};
 
 /// The channel capacity of a session (rmcp's default is 16): the cache of events kept for its
 /// standalone stream, allocated when the session is made, and its queue of client messages. A
@@ -125,17 +126,23 @@ impl Sessions {
     }
 }
 
-/// rmcp's in-memory session manager, with the caps of [`Sessions`].
+/// rmcp's in-memory session manager, with the caps of [`Sessions`] and each session's request
+/// ids kept taken until answered ([`RequestIds`]).
 pub(crate) struct CappedSessions {
-    local: LocalSessionManager,
+    local: Arc<LocalSessionManager>,
     sessions: Arc<Sessions>,
+    ids: Arc<RequestIds>,
 }
 
 impl CappedSessions {
-    pub(crate) fn new(sessions: Arc<Sessions>) -> Self {
+    pub(crate) fn new(sessions: Arc<Sessions>, ids: Arc<RequestIds>) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.channel_capacity = SESSION_CHANNEL_CAPACITY;
-        CappedSessions { local, sessions }
+        CappedSessions {
+            local: Arc::new(local),
+            sessions,
+            ids,
+        }
     }
 }
 
@@ -150,7 +157,7 @@ pub(crate) enum CappedSessionError {
 
 impl SessionManager for CappedSessions {
     type Error = CappedSessionError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
+    type Transport = ReleasingTransport<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let id = rmcp::transport::common::server_side_http::session_id();
@@ -170,7 +177,15 @@ impl SessionManager for CappedSessions {
         // rmcp's manager makes its own id; ours is the one counted, so the session is
         // registered under it the way `restore_session` does.
         match self.local.restore_session(id.clone()).await {
-            Ok(RestoreOutcome::Restored(transport)) => Ok((id, transport)),
+            Ok(RestoreOutcome::Restored(transport)) => {
+                let transport = ReleasingTransport::new(
+                    transport,
+                    id.clone(),
+                    self.ids.clone(),
+                    self.local.clone(),
+                );
+                Ok((id, transport))
+            }
             Ok(_) => {
                 self.sessions.give_back(&id);
                 Err(CappedSessionError::Refused)
@@ -196,6 +211,7 @@ impl SessionManager for CappedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.sessions.give_back(id);
+        self.ids.forget(id);
         Ok(self.local.close_session(id).await?)
     }
 
@@ -204,7 +220,25 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.local.create_stream(id, message).await?)
+        if let ClientJsonRpcMessage::Request(request) = &message
+            && !self.ids.take(id, &request.id)
+        {
+            let refusal = ServerSseMessage::from_message(id_in_use(&request.id));
+            return Ok(futures_util::stream::iter([refusal]).right_stream());
+        }
+        let request_id = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        match self.local.create_stream(id, message).await {
+            Ok(stream) => Ok(stream.left_stream()),
+            Err(err) => {
+                if let Some(request_id) = request_id {
+                    self.ids.release(id, &request_id);
+                }
+                Err(err.into())
+            }
+        }
     }
 
     async fn accept_message(
@@ -212,6 +246,10 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        // A cancel of a request in flight cancels its call here: rmcp would free its id.
+        if self.ids.cancels(id, &message) {
+            return Ok(());
+        }
         Ok(self.local.accept_message(id, message).await?)
     }
 

@@ -331,9 +331,14 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
         json: None,
     }));
     let calls = Rc::new(RefCell::new(Calls::new(job.ctx.clone())));
-    // The same values when the host replays the script (see `replay`).
-    let clock = Rc::new(RefCell::new(Clock::for_call(&job.ctx)));
-    let random = Rc::new(Random::for_call(&job.ctx));
+    // The same values when the host replays the script (see `replay`); a host that never
+    // replays leaves the engine's own `Date` and `Math.random`.
+    let replay = job.ctx.replays().then(|| {
+        (
+            Rc::new(RefCell::new(Clock::for_call(&job.ctx))),
+            Rc::new(Random::for_call(&job.ctx)),
+        )
+    });
     let value = context.with(|ctx| {
         let driver = Driver {
             ctx: ctx.clone(),
@@ -341,12 +346,13 @@ fn run(job: &Job, engine: &mut Option<(Context, Runtime)>) -> Outcome {
             bridge: &bridge,
             calls: &calls,
             watch: &watch,
-            clock: &clock,
-            random: &random,
+            replay: replay.as_ref(),
         };
         driver.drive()
     });
-    clock.borrow().record(&job.ctx);
+    if let Some((clock, _)) = &replay {
+        clock.borrow().record(&job.ctx);
+    }
     let value = value.map_err(|message| out_of_memory_in_a_job(message, &runtime, &job.limits));
     // Calls still waiting are cancelled now (their futures dropped), not when the engine's
     // collector gets to the bridge functions.
@@ -377,8 +383,8 @@ struct Driver<'a, 'js> {
     bridge: &'a Rc<RefCell<Bridge>>,
     calls: &'a Rc<RefCell<Calls>>,
     watch: &'a Watch,
-    clock: &'a Rc<RefCell<Clock>>,
-    random: &'a Rc<Random>,
+    /// The replayable clock and random numbers, when the host replays calls.
+    replay: Option<&'a (Rc<RefCell<Clock>>, Rc<Random>)>,
 }
 
 impl<'js> Driver<'_, 'js> {
@@ -538,12 +544,11 @@ impl<'js> Driver<'_, 'js> {
         let attach = self.attach_function()?;
         let search = self.search_function()?;
         let describe = self.describe_function()?;
-        let (now, random) = replay::functions(ctx, self.clock, self.random)?;
-        let host = Object::new(ctx.clone())?;
-        host.set("now", now)?;
-        host.set("random", random)?;
+        if let Some((clock, random)) = self.replay {
+            replay::install(ctx, clock, random)?;
+        }
         let lockdown: Function<'js> = ctx.eval(LOCKDOWN)?;
-        lockdown.call((tools, console, attach, search, describe, deferred, host))
+        lockdown.call((tools, console, attach, search, describe, deferred))
     }
 
     fn tool_function(&self, name: &str, structured: bool) -> rquickjs::Result<Function<'js>> {
@@ -896,31 +901,15 @@ fn json_reader<'js>(
     JsonReader::new(ctx, intrinsics, memory_cap)
 }
 
-/// Runs once on a fresh realm, before the script: puts the replayable `Date` and `Math.random`
-/// in place (see `replay`), freezes the bridge, makes its globals read-only, and removes code
-/// generation from strings (`eval`, the `Function` constructors).
+/// Runs once on a fresh realm, before the script: freezes the bridge, makes its globals
+/// read-only, and removes code generation from strings (`eval`, the `Function` constructors).
 ///
 /// With deferred tools, the prototype of `tools` is a Proxy (over a frozen empty object) whose
 /// only trap looks a name up with `deferred` and keeps what it made: a deferred tool is
 /// `tools.<name>` like any other, and no function is made for every tool of a large catalog
 /// per call; the listed tools stay own properties (no trap on their calls).
-const LOCKDOWN: &str = r#"(function (tools, console, attachImage, searchTools, describeTool, deferred, host) {
+const LOCKDOWN: &str = r#"(function (tools, console, attachImage, searchTools, describeTool, deferred) {
   'use strict';
-  const { now, random } = host;
-  // `Date` reads the host's clock for "now" (a call without a time) and is otherwise the
-  // engine's own; `Math.random` is the host's: both give the same values on a replay.
-  const EngineDate = Date;
-  const HostDate = function Date(...args) {
-    if (new.target === undefined) return new EngineDate(now()).toString();
-    return Reflect.construct(EngineDate, args.length === 0 ? [now()] : args, new.target);
-  };
-  Object.setPrototypeOf(HostDate, EngineDate);
-  Object.defineProperty(HostDate, 'prototype', { value: EngineDate.prototype, writable: false });
-  Object.defineProperty(HostDate, 'length', { value: 7 });
-  Object.defineProperty(HostDate, 'now', { value: now, writable: true, configurable: true });
-  Object.defineProperty(EngineDate.prototype, 'constructor', { value: HostDate, writable: true, configurable: true });
-  Object.defineProperty(globalThis, 'Date', { value: HostDate, writable: true, configurable: true });
-  Object.defineProperty(Math, 'random', { value: random, writable: true, configurable: true });
   const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
   const freeze = Object.freeze;
   for (const name of Object.keys(tools)) freeze(tools[name]);

@@ -3,8 +3,9 @@
 //! from a seed recorded with the call, and `Date` (`Date.now()`, `new Date()`, `Date()`) reads
 //! the clock readings recorded the first time, in order, before it reads the clock again.
 //!
-//! Both go through [`ToolContext::replayable_value`] and [`ToolContext::record_value`]; a host
-//! that never replays records nothing, and the script sees a random seed and the clock.
+//! Both go through [`ToolContext::replayable_value`] and [`ToolContext::record_value`], and are
+//! set up only for a host that replays calls ([`ToolContext::replays`]): elsewhere the script
+//! has the engine's own, and its start-up is not made longer by compiling these.
 
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::RandomState;
@@ -115,13 +116,13 @@ impl Clock {
     }
 }
 
-/// The functions `Date.now` and `Math.random` become in the realm (the lockdown puts them in
-/// place: `Date` reads `now` for "now" and is otherwise the engine's own `Date`).
-pub(crate) fn functions<'js>(
+/// Puts `Math.random` over `random` and `Date` over `clock` in the realm (before the lockdown,
+/// which leaves both as they are for the script).
+pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     clock: &Rc<RefCell<Clock>>,
     random: &Rc<Random>,
-) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
+) -> rquickjs::Result<()> {
     let now = {
         let clock = Rc::clone(clock);
         Function::new(ctx.clone(), move || -> f64 {
@@ -134,5 +135,24 @@ pub(crate) fn functions<'js>(
         Function::new(ctx.clone(), move || -> f64 { random.next() })?
     };
     next.set_name("random")?;
-    Ok((now, next))
+    let replace: Function<'js> = ctx.eval(REPLACE)?;
+    replace.call((now, next))
 }
+
+/// `Date` reading the host's clock for "now" (a call without a time), otherwise the engine's
+/// own `Date`; `Math.random` the host's.
+const REPLACE: &str = r#"(function (now, random) {
+  'use strict';
+  const EngineDate = Date;
+  const Date_ = function Date(...args) {
+    if (new.target === undefined) return new EngineDate(now()).toString();
+    return Reflect.construct(EngineDate, args.length === 0 ? [now()] : args, new.target);
+  };
+  Object.setPrototypeOf(Date_, EngineDate);
+  Object.defineProperty(Date_, 'prototype', { value: EngineDate.prototype, writable: false });
+  Object.defineProperty(Date_, 'length', { value: 7 });
+  Object.defineProperty(Date_, 'now', { value: now, writable: true, configurable: true });
+  Object.defineProperty(EngineDate.prototype, 'constructor', { value: Date_, writable: true, configurable: true });
+  Object.defineProperty(globalThis, 'Date', { value: Date_, writable: true, configurable: true });
+  Object.defineProperty(Math, 'random', { value: random, writable: true, configurable: true });
+})"#;

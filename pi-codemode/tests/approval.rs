@@ -328,3 +328,56 @@ async fn the_in_process_approver_approves_a_scripts_call() {
     );
     assert_eq!(ran.refund.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn date_and_math_random_behave_as_usual_in_a_host_that_replays() {
+    // In the agent loop `Date` and `Math.random` are the host's (so that a replay gives the
+    // same values); a script sees the usual ones.
+    let script = "const before = Date.now();
+         const now = new Date();
+         const draws = Array.from({length: 1000}, () => Math.random());
+         return {
+           epoch: new Date(0).toISOString(),
+           parts: new Date(2020, 1, 3, 4, 5, 6).getMonth(),
+           utc: Date.UTC(2020, 0, 1),
+           parsed: Date.parse('2020-01-01T00:00:00Z'),
+           isDate: now instanceof Date && Object.prototype.toString.call(now) === '[object Date]',
+           ctor: now.constructor === Date && Date.name === 'Date',
+           called: typeof Date(),
+           recent: now.getTime() >= before && before > 1.7e12,
+           inRange: draws.every(x => x >= 0 && x < 1),
+           distinct: new Set(draws).size,
+           mean: draws.reduce((a, b) => a + b) / draws.length,
+         };";
+    let call = AssistantMessage::new(
+        vec![AssistantContent::tool_call(
+            "k1",
+            "code",
+            json!({ "script": script }),
+        )],
+        StopReason::ToolUse,
+    );
+    let model = Arc::new(ScriptedModel::new([call, done()]));
+    let stream = agent_loop(
+        vec![Message::user("what time is it")],
+        context(&Arc::new(Ran::default())),
+        AgentLoopConfig::new(),
+        model,
+        CancellationToken::new(),
+    );
+    let (messages, _) = stream.outcome().await;
+    let result = messages.iter().find_map(|m| m.as_tool_result()).unwrap();
+    assert!(!result.is_error, "{:?}", result.content);
+    let value = &result.details["result"];
+    assert_eq!(value["epoch"], "1970-01-01T00:00:00.000Z");
+    assert_eq!(value["parts"], 1);
+    assert_eq!(value["utc"], 1_577_836_800_000_i64);
+    assert_eq!(value["parsed"], 1_577_836_800_000_i64);
+    for key in ["isDate", "ctor", "recent", "inRange"] {
+        assert_eq!(value[key], true, "{key}: {value}");
+    }
+    assert_eq!(value["called"], "string");
+    assert_eq!(value["distinct"], 1000);
+    let mean = value["mean"].as_f64().unwrap();
+    assert!((0.4..0.6).contains(&mean), "{mean}");
+}

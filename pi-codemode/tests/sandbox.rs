@@ -1095,39 +1095,3 @@ async fn images_past_the_image_cap_throw() {
     let (result, _) = run_with(script, CodeLimits::default().image_bytes(1200)).await;
     assert_eq!(result.content.len(), 3, "both images: {result:?}");
 }
-
-#[tokio::test]
-async fn date_and_math_random_behave_as_usual_outside_a_replay() {
-    // `Date` and `Math.random` read the host's clock and seed (so that a replay gives the same
-    // values, tests/approval.rs); outside one they are the usual ones.
-    let (result, _) = run("const before = Date.now();
-         const now = new Date();
-         const draws = Array.from({length: 1000}, () => Math.random());
-         return {
-           epoch: new Date(0).toISOString(),
-           parts: new Date(2020, 1, 3, 4, 5, 6).getMonth(),
-           utc: Date.UTC(2020, 0, 1),
-           parsed: Date.parse('2020-01-01T00:00:00Z'),
-           isDate: now instanceof Date && Object.prototype.toString.call(now) === '[object Date]',
-           ctor: now.constructor === Date,
-           called: typeof Date(),
-           recent: now.getTime() >= before && before > 1.7e12,
-           inRange: draws.every(x => x >= 0 && x < 1),
-           distinct: new Set(draws).size,
-           mean: draws.reduce((a, b) => a + b) / draws.length,
-         };")
-    .await;
-    assert!(!result.is_error, "{}", result.text_content());
-    let value = &result.details["result"];
-    assert_eq!(value["epoch"], "1970-01-01T00:00:00.000Z");
-    assert_eq!(value["parts"], 1);
-    assert_eq!(value["utc"], 1_577_836_800_000_i64);
-    assert_eq!(value["parsed"], 1_577_836_800_000_i64);
-    for key in ["isDate", "ctor", "recent", "inRange"] {
-        assert_eq!(value[key], true, "{key}: {value}");
-    }
-    assert_eq!(value["called"], "string");
-    assert_eq!(value["distinct"], 1000);
-    let mean = value["mean"].as_f64().unwrap();
-    assert!((0.4..0.6).contains(&mean), "{mean}");
-}

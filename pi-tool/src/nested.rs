@@ -81,6 +81,13 @@ pub trait NestedHost: Send + Sync + 'static {
     /// The bounds of nested calls ([`CallLimits::max_nesting_depth`] among them).
     fn limits(&self) -> &CallLimits;
 
+    /// Whether this host may run a call again to replay it (the agent loop does, when a call
+    /// made from inside it paused the run): only then are values a call reads from outside
+    /// worth recording ([`ToolContext::replays`]). `false` (the default): it never does.
+    fn replays(&self) -> bool {
+        false
+    }
+
     /// The value named `name` that the call of `ctx` recorded when it ran before, if the host
     /// runs it again to replay it (see [`ToolContext::replayable_value`]). `None` (the default):
     /// this host never replays a call.
@@ -119,6 +126,12 @@ impl ToolContext {
         let value = read();
         self.record_value(name, value.clone());
         value
+    }
+
+    /// Whether this call's host may run it again to replay it ([`NestedHost::replays`]): a tool
+    /// with much to record (a script's clock readings) can skip the work when it does not.
+    pub fn replays(&self) -> bool {
+        self.nested_host().is_some_and(|host| host.replays())
     }
 
     /// The value this call recorded under `name` when it ran before, when its host replays it

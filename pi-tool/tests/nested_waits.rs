@@ -185,6 +185,10 @@ async fn replayable_values_are_recorded_with_the_host_and_replayed_from_it() {
         *host.recorded.lock().unwrap(),
         [("c1".to_owned(), "seed".to_owned(), json!(7))]
     );
+    // A host says whether it replays (this one does not: the default).
+    assert!(!ToolContext::new("c").replays());
+    let ctx = ToolContext::new("c").with_nested_host(host.clone() as Arc<dyn NestedHost>);
+    assert!(!ctx.replays());
     // Replayed: the recorded value, not a new reading (and nothing recorded again).
     let (said, host) = settle_with(Some(BeforeCall::Run), Some(json!(42))).await;
     assert!(said.ends_with("(seed 42)"), "{said}");

@@ -123,6 +123,10 @@ impl NestedHost for LoopNested {
         &self.limits
     }
 
+    fn replays(&self) -> bool {
+        true
+    }
+
     fn recorded_value(&self, ctx: &ToolContext, name: &str) -> Option<Value> {
         let root = root_id(ctx.tool_call_id(), ctx.nesting_depth());
         let (wait, _) = self.resume.as_ref()?.waits.get(root)?;

@@ -8,6 +8,8 @@ mod error;
 mod inbox;
 mod journal;
 pub mod local;
+#[cfg(test)]
+mod probe_tool;
 pub mod loopback_http;
 mod remote_tool;
 mod serve;

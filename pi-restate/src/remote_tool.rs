@@ -3,16 +3,25 @@
 
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, BoxFuture, ExecutionMode, ToolContext, ToolError, ToolResult, ToolSpec};
+use pi_tool::{
+    AgentTool, BoxFuture, ExecutionMode, Replay, ToolAnnotations, ToolCallers, ToolContext,
+    ToolError, ToolResult, ToolSpec,
+};
 use serde_json::Value;
 
 use crate::durable_tool::CallScope;
 use crate::journal::{Journal, Target};
 use crate::tool_service::{CALL_HANDLER, RemoteCall};
 
-/// Where a remote tool lives: its spec (what the model sees), its execution mode, and the
-/// Restate service that serves it.
+/// Where a remote tool lives: its spec (what the model sees), what the loop asks of it besides
+/// (each [`AgentTool`] answer it needs on this side), and the Restate service that serves it.
+///
+/// Build it from the tool ([`of`](Self::of), [`all_of`](Self::all_of)), so nothing the tool
+/// says is lost on the way; or from a spec alone ([`new`](Self::new)) and set the fields.
+/// What the service applies itself is not here: arguments are prepared and validated against
+/// its own copy, the call runs with its timeout and state, and a `State<T>` is checked there.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RemoteToolSpec {
     /// What the model sees; the service validates against its own copy.
     pub spec: ToolSpec,
@@ -22,19 +31,75 @@ pub struct RemoteToolSpec {
     pub execution_mode: Option<ExecutionMode>,
     /// The Restate service name (a [`PiTools`](crate::PiTools)'s name).
     pub service: String,
+    /// [`AgentTool::deferred`]: its schema is sent only once loaded.
+    pub deferred: bool,
+    /// [`AgentTool::input_examples`].
+    pub input_examples: Vec<Value>,
+    /// [`AgentTool::keywords`], for tool search.
+    pub keywords: Vec<String>,
+    /// [`AgentTool::eager_input_streaming`].
+    pub eager_input_streaming: bool,
+    /// [`AgentTool::callers`].
+    pub callers: ToolCallers,
+    /// [`AgentTool::replay`].
+    pub replay: Option<Replay>,
+    /// [`AgentTool::aborted_message`].
+    pub aborted_message: String,
+    /// [`AgentTool::external`]: its calls are answered from outside.
+    pub external: bool,
+    /// [`AgentTool::annotations`].
+    pub annotations: ToolAnnotations,
+    /// [`AgentTool::output_schema`].
+    pub output_schema: Option<Value>,
 }
 
 impl RemoteToolSpec {
+    /// A tool with `spec` served by `service`, labelled with its name, and every other answer
+    /// the trait's default.
+    pub fn new(spec: ToolSpec, service: &str) -> Self {
+        RemoteToolSpec {
+            label: spec.name.clone(),
+            spec,
+            execution_mode: None,
+            service: service.to_owned(),
+            deferred: false,
+            input_examples: Vec::new(),
+            keywords: Vec::new(),
+            eager_input_streaming: false,
+            callers: ToolCallers::default(),
+            replay: None,
+            aborted_message: pi_tool::ABORTED.to_owned(),
+            external: false,
+            annotations: ToolAnnotations::new(),
+            output_schema: None,
+        }
+    }
+
+    /// Describes `tool` as served by the service `service`, with its answers.
+    pub fn of(service: &str, tool: &dyn AgentTool) -> Self {
+        RemoteToolSpec {
+            spec: tool.spec().clone(),
+            label: tool.label().to_owned(),
+            execution_mode: tool.execution_mode(),
+            service: service.to_owned(),
+            deferred: tool.deferred(),
+            input_examples: tool.input_examples().to_vec(),
+            keywords: tool.keywords().to_vec(),
+            eager_input_streaming: tool.eager_input_streaming(),
+            callers: tool.callers(),
+            replay: tool.replay(),
+            aborted_message: tool.aborted_message().to_owned(),
+            external: tool.external(),
+            annotations: tool.annotations(),
+            output_schema: tool.output_schema().cloned(),
+        }
+    }
+
     /// Describes every tool of `tools` as served by the service `service`.
     pub fn all_of(service: &str, tools: &pi_tool::ToolRegistry) -> Vec<RemoteToolSpec> {
         tools
             .tools()
-            .map(|tool| RemoteToolSpec {
-                spec: tool.spec().clone(),
-                label: tool.label().to_owned(),
-                execution_mode: tool.execution_mode(),
-                service: service.to_owned(),
-            })
+            .map(|tool| RemoteToolSpec::of(service, tool.as_ref()))
             .collect()
     }
 }
@@ -73,6 +138,46 @@ impl AgentTool for RemoteTool {
         self.remote.execution_mode
     }
 
+    fn deferred(&self) -> bool {
+        self.remote.deferred
+    }
+
+    fn input_examples(&self) -> &[Value] {
+        &self.remote.input_examples
+    }
+
+    fn keywords(&self) -> &[String] {
+        &self.remote.keywords
+    }
+
+    fn eager_input_streaming(&self) -> bool {
+        self.remote.eager_input_streaming
+    }
+
+    fn callers(&self) -> ToolCallers {
+        self.remote.callers
+    }
+
+    fn replay(&self) -> Option<Replay> {
+        self.remote.replay
+    }
+
+    fn aborted_message(&self) -> &str {
+        &self.remote.aborted_message
+    }
+
+    fn external(&self) -> bool {
+        self.remote.external
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.remote.annotations
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.remote.output_schema.as_ref()
+    }
+
     fn rewrites_arguments(&self) -> bool {
         false
     }
@@ -106,5 +211,55 @@ impl AgentTool for RemoteTool {
                 ))
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::probe_tool::Probe;
+
+    /// A remote tool answers the loop's questions as the tool does in its service, but those
+    /// the service answers itself (timeout, blocking, state, approval, arguments).
+    #[test]
+    fn a_remote_tool_answers_as_the_tool_it_describes() {
+        let probe = Probe::new();
+        let (journal, _steps) = Journal::new();
+        let scope = CallScope {
+            session_id: Arc::from("s1"),
+            prompt: 0,
+        };
+        let remote = RemoteTool::new(
+            Arc::new(RemoteToolSpec::of("tools", &probe)),
+            journal,
+            scope,
+        );
+        let ctx = ToolContext::new("c1");
+        assert_eq!(remote.spec(), probe.spec());
+        assert_eq!(remote.label(), "Probe");
+        assert_eq!(remote.execution_mode(), Some(ExecutionMode::Sequential));
+        assert!(remote.deferred());
+        assert_eq!(remote.input_examples(), probe.input_examples());
+        assert_eq!(remote.keywords(), probe.keywords());
+        assert!(remote.eager_input_streaming());
+        assert_eq!(remote.callers(), ToolCallers::Code);
+        assert_eq!(remote.replay(), Some(Replay::Never));
+        assert_eq!(remote.aborted_message(), "Probe aborted");
+        assert!(remote.external());
+        assert_eq!(remote.annotations(), probe.annotations());
+        assert_eq!(remote.output_schema(), probe.output_schema());
+        // The service's own: its state, its timeout, its pipeline.
+        assert!(remote.state_types().is_empty());
+        assert_eq!(remote.timeout(), None);
+        assert!(!remote.blocking());
+        assert!(!remote.needs_approval(&json!({}), &ctx));
+        assert!(!remote.rewrites_arguments());
+
+        let plain = RemoteToolSpec::new(probe.spec().clone(), "tools");
+        assert_eq!(plain.label, "probe");
+        assert_eq!(plain.aborted_message, pi_tool::ABORTED);
+        assert!(!plain.deferred && plain.keywords.is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! A response body that holds something until the answer has been sent or dropped: a request
-//! counted as in flight on its connection, a JSON-RPC id in use in its session. An SSE answer
-//! lasts as long as its stream.
+//! counted as in flight on its connection. An SSE answer lasts as long as its stream. (A
+//! JSON-RPC id in use in its session is held longer, until its call has answered: see
+//! `request_ids`.)
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -132,7 +132,7 @@ fn a_model_that_does_not_reason_gets_no_thinking_and_unknown_names_are_said() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        text(&output.stderr).contains("unknown provider \"nope\": use one of openai, anthropic, google, mistral, openai-compatible, azure-openai-responses, mock."),
+        text(&output.stderr).contains("unknown provider \"nope\": use one of openai, anthropic, google, mistral, openai-compatible, amazon-bedrock, azure-openai-responses, google-vertex, google-vertex-anthropic, mock."),
         "{}",
         text(&output.stderr)
     );

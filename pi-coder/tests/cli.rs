@@ -104,7 +104,7 @@ fn a_provider_without_its_key_is_named() {
         .expect("run pi");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let expected = "unknown provider \"nope\": use one of openai, anthropic, google, mistral, openai-compatible, azure-openai-responses";
+    let expected = "unknown provider \"nope\": use one of openai, anthropic, google, mistral, openai-compatible, amazon-bedrock, azure-openai-responses, google-vertex, google-vertex-anthropic";
     assert!(stderr.contains(expected), "{stderr}");
 }
 

@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,10 +26,11 @@ type Prepare = dyn Fn(Value) -> Result<Value, ToolError> + Send + Sync;
 /// A tool made of a closure: the [`AgentTool`] you would otherwise write by hand.
 ///
 /// Built with [`FnTool::builder`] or [`tool_fn`]. The model's arguments go through the same
-/// steps as a `#[tool]`'s (`prepare_arguments`, normalization, validation with a validator
-/// compiled once when the tool is built), so a bad call gets the same error text; the closure
-/// receives the validated, normalized arguments as a [`Value`]. Cloning shares the closure
-/// and the compiled validator.
+/// steps as a `#[tool]`'s (`prepare_arguments`, normalization, validation), so a bad call gets
+/// the same error text; the closure receives the validated, normalized arguments as a
+/// [`Value`]. The validator is compiled at the tool's first call and kept (a tool never called,
+/// a deferred one say, holds none: about 1 KB plus its spec); cloning shares the closure and
+/// the validator.
 ///
 /// ```
 /// use pi_tool::{FnTool, ToolCall, ToolRegistry};
@@ -74,7 +75,8 @@ pub struct FnTool {
     aborted: Option<Arc<str>>,
     approval: Option<ApprovalRule>,
     external: bool,
-    validator: Arc<ArgumentValidator>,
+    /// Compiled at the first call (or at `build`, to check the examples), then shared.
+    validator: Arc<OnceLock<ArgumentValidator>>,
     prepare: Option<Arc<Prepare>>,
     handler: Arc<Handler>,
 }
@@ -180,8 +182,8 @@ impl FnTool {
     }
 }
 
-/// Sets a [`FnTool`]'s optional parts; [`build`](Self::build) checks the spec and compiles its
-/// validator.
+/// Sets a [`FnTool`]'s optional parts; [`build`](Self::build) checks the spec and makes the
+/// tool.
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct FnToolBuilder {
     spec: ToolSpec,
@@ -374,7 +376,9 @@ impl FnToolBuilder {
         self
     }
 
-    /// Checks the name, description and schema, compiles the validator, and makes the tool.
+    /// Checks the name, description and schema, and makes the tool. The schema is compiled here
+    /// only to be checked (and, with [`example`](Self::example)s, to check them); the tool's
+    /// validator is compiled at its first call.
     ///
     /// `handler` gets the validated arguments and the call's [`ToolContext`]; it may return
     /// anything a `#[tool]` fn may (`String`, [`ToolResult`], `Result<_, E: Display>`, ..).
@@ -406,8 +410,13 @@ impl FnToolBuilder {
                 .map_err(|err| format!("the output schema is not valid JSON Schema: {err}"))
                 .map_err(invalid)?;
         }
-        let validator = Arc::new(ArgumentValidator::new(&self.spec));
-        crate::private::check_examples(&validator, &self.examples).map_err(invalid)?;
+        let validator = OnceLock::new();
+        if !self.examples.is_empty() {
+            let compiled = ArgumentValidator::new(&self.spec);
+            crate::private::check_examples(&compiled, &self.examples).map_err(invalid)?;
+            let _ = validator.set(compiled);
+        }
+        let validator = Arc::new(validator);
         let handler: Arc<Handler> = Arc::new(move |args, ctx| {
             let running = handler(args, ctx);
             Box::pin(async move { running.await.into_tool_result() })
@@ -567,7 +576,10 @@ impl AgentTool for FnTool {
     }
 
     fn validator(&self) -> Option<&ArgumentValidator> {
-        Some(&self.validator)
+        Some(
+            self.validator
+                .get_or_init(|| ArgumentValidator::new(&self.spec)),
+        )
     }
 
     fn execute(
@@ -618,5 +630,61 @@ impl fmt::Debug for FnToolBuilder {
             .field("approval", &self.approval.is_some())
             .field("prepare_arguments", &self.prepare.is_some())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool() -> FnTool {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        FnTool::builder("count", "Counts.", schema)
+            .build(|_: Value, _| async { "ok" })
+            .unwrap()
+    }
+
+    /// Issue 37: the validator (20-24 KB of an idle tool's 26 KB) is compiled at the first
+    /// call, once, and shared by every later call and clone, never per call.
+    #[test]
+    fn the_validator_is_compiled_at_the_first_call_once() {
+        let tool = tool();
+        assert!(tool.validator.get().is_none(), "not compiled when built");
+        let copy = tool.clone();
+        assert_eq!(
+            crate::validate_arguments(&tool, &json!({"n": 1})).unwrap(),
+            json!({"n": 1})
+        );
+        let first = tool.validator.get().expect("compiled at the first call");
+        assert!(crate::validate_arguments(&copy, &json!({"n": "x"})).is_err());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let tool = tool.clone();
+                std::thread::spawn(move || {
+                    let validator = tool.validator().unwrap() as *const ArgumentValidator;
+                    validator as usize
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert_eq!(thread.join().unwrap(), first as *const _ as usize);
+        }
+        assert!(std::ptr::eq(copy.validator().unwrap(), first), "shared");
+    }
+
+    /// A tool with examples compiles its validator when built, to check them, and keeps it.
+    #[test]
+    fn examples_are_checked_when_the_tool_is_built() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let bad = FnTool::builder("count", "Counts.", schema.clone())
+            .example(json!({"n": "x"}))
+            .build(|_: Value, _| async { "ok" });
+        assert!(bad.is_err());
+        let good = FnTool::builder("count", "Counts.", schema)
+            .example(json!({"n": 2}))
+            .build(|_: Value, _| async { "ok" })
+            .unwrap();
+        assert!(good.validator.get().is_some());
     }
 }

@@ -480,6 +480,17 @@ fn escape_stops_a_turn_and_typing_while_working_steers_or_follows_up() {
     pane.wait_until("the queue to empty", |s| {
         !s.contains("Steering:") && !s.contains("Follow-up:")
     });
+    // The user's own commands: shown like a tool call; Escape stops a long one.
+    pane.type_text("!echo bang-out");
+    pane.keys(&["Enter"]);
+    pane.wait_until("the command's output", |s| {
+        s.contains("$ echo bang-out") && s.lines().any(|l| l.trim() == "bang-out")
+    });
+    pane.type_text("!sleep 30");
+    pane.keys(&["Enter"]);
+    pane.wait_for("$ sleep 30");
+    pane.keys(&["Escape"]);
+    pane.wait_for("(command cancelled)");
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.wait_exit().0, 0);
 }

@@ -462,6 +462,7 @@ async fn agent_command(
             {
                 Ok(model) => {
                     agent.set_model(model, info.clone());
+                    save_model(&info);
                     ok(Some(json!(info)))
                 }
                 Err(message) => err(&message),
@@ -496,8 +497,9 @@ async fn agent_command(
             {
                 Ok(model) => {
                     agent.set_model(model, info.clone());
+                    save_model(&info);
                     if let Some(level) = level {
-                        agent.set_thinking(level);
+                        save_thinking(agent.set_thinking(level));
                     }
                     ok(Some(json!({
                         "model": info,
@@ -510,7 +512,7 @@ async fn agent_command(
         }
         "set_thinking_level" => match command["level"].as_str().and_then(ThinkingLevel::parse) {
             Some(level) => {
-                agent.set_thinking(level);
+                save_thinking(agent.set_thinking(level));
                 ok(None)
             }
             None => err("level must be one of off, minimal, low, medium, high, xhigh"),
@@ -525,6 +527,7 @@ async fn agent_command(
                 .position(|l| *l == agent.thinking())
                 .unwrap_or(0);
             let level = agent.set_thinking(levels[(at + 1) % levels.len()]);
+            save_thinking(level);
             ok(Some(json!({"level": level.as_str()})))
         }
         "compact" => {
@@ -636,5 +639,31 @@ async fn agent_command(
             }
         }
         other => failure(&None, other, &format!("Unknown command: {other}")),
+    }
+}
+
+/// The model chosen, saved to settings.json as pi's setters save it (a failure goes to
+/// stderr: stdout is the protocol's).
+fn save_model(info: &ModelInfo) {
+    let saved = super::saved_settings::save(
+        &crate::session::pi_agent_dir(),
+        &[
+            ("defaultProvider", info.provider.clone().into()),
+            ("defaultModel", info.id.clone().into()),
+        ],
+    );
+    if let Err(err) = saved {
+        eprintln!("Warning: could not save settings: {err}");
+    }
+}
+
+/// The thinking level chosen, saved to settings.json as pi saves it.
+fn save_thinking(level: ThinkingLevel) {
+    let saved = super::saved_settings::save(
+        &crate::session::pi_agent_dir(),
+        &[("defaultThinkingLevel", level.as_str().into())],
+    );
+    if let Err(err) = saved {
+        eprintln!("Warning: could not save settings: {err}");
     }
 }

@@ -5,13 +5,14 @@
 
 use std::cell::RefCell;
 
+use crossterm::event::{Event, KeyCode, KeyModifiers};
 use pi_runtime::ThinkingLevel;
 use pi_tool::CancellationToken;
 
 use super::selector::{Choice, Selector};
 use super::text::{Color, Style};
 use super::view::Item;
-use super::{Flow, Purpose, Ui, UiObserver};
+use super::{Flow, Keys, Purpose, Ui, UiObserver};
 use crate::cli::Setup;
 use crate::cli::interactive::{FooterParts, footer_parts, session_info};
 use crate::session::Session;
@@ -40,7 +41,12 @@ fn error(ui: &RefCell<Ui>, text: impl Into<String>) {
 }
 
 /// Runs `text` when it is a command; `None` when it is a prompt for the model.
-pub(super) async fn run(setup: &mut Setup, ui: &RefCell<Ui>, text: &str) -> Option<Flow> {
+pub(super) async fn run(
+    setup: &mut Setup,
+    ui: &RefCell<Ui>,
+    keys: &mut Keys,
+    text: &str,
+) -> Option<Flow> {
     let text = text.trim();
     if let Some(command) = text.strip_prefix('!') {
         let (exclude, command) = match command.strip_prefix('!') {
@@ -50,7 +56,7 @@ pub(super) async fn run(setup: &mut Setup, ui: &RefCell<Ui>, text: &str) -> Opti
         if command.is_empty() {
             return None;
         }
-        bash(setup, ui, command, exclude).await;
+        bash(setup, ui, keys, command, exclude).await;
         return Some(Flow::Go);
     }
     if !text.starts_with('/') {
@@ -73,10 +79,10 @@ pub(super) async fn run(setup: &mut Setup, ui: &RefCell<Ui>, text: &str) -> Opti
             let mut observer = UiObserver { ui };
             ui.borrow_mut().working = Some(std::time::Instant::now());
             // The renderer shows the outcome, an error included.
-            let _ = setup
+            let compaction = setup
                 .agent
-                .compact(instructions, signal, &mut observer)
-                .await;
+                .compact(instructions, signal.clone(), &mut observer);
+            let _ = until_done(compaction, ui, keys, &signal).await;
             ui.borrow_mut().working = None;
         }
         "/model" => {
@@ -156,7 +162,7 @@ pub(crate) fn session_choice(session: &crate::session::SessionSummary) -> Choice
 }
 
 /// `!command` / `!!command`: its output streams into a box like a tool call's.
-async fn bash(setup: &mut Setup, ui: &RefCell<Ui>, command: &str, exclude: bool) {
+async fn bash(setup: &mut Setup, ui: &RefCell<Ui>, keys: &mut Keys, command: &str, exclude: bool) {
     let id = format!("user-bash-{}", fastrand::u64(..));
     {
         let mut ui = ui.borrow_mut();
@@ -173,15 +179,16 @@ async fn bash(setup: &mut Setup, ui: &RefCell<Ui>, command: &str, exclude: bool)
     }
     let started = std::time::Instant::now();
     let mut output = String::new();
-    let result = setup
+    let signal = CancellationToken::new();
+    let run = setup
         .agent
-        .run_user_bash(command, exclude, CancellationToken::new(), |chunk| {
+        .run_user_bash(command, exclude, signal.clone(), |chunk| {
             output.push_str(chunk);
             let mut ui = ui.borrow_mut();
             ui.conversation.tool_output(&id, &output);
             ui.draw_soon();
-        })
-        .await;
+        });
+    let result = until_done(run, ui, keys, &signal).await;
     let mut ui = ui.borrow_mut();
     let mut text = result.output.clone();
     if result.cancelled {
@@ -200,6 +207,33 @@ async fn bash(setup: &mut Setup, ui: &RefCell<Ui>, command: &str, exclude: bool)
         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     );
     ui.working = None;
+}
+
+/// Runs `work` while the spinner turns; Escape (or Ctrl+C) cancels `signal`, and the work
+/// ends as its cancellation says.
+async fn until_done<T>(
+    work: impl Future<Output = T>,
+    ui: &RefCell<Ui>,
+    keys: &mut Keys,
+    signal: &CancellationToken,
+) -> T {
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(80));
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            event = keys.recv() => {
+                if let Some(Event::Key(key)) = event {
+                    let ctrl_c = key.code == KeyCode::Char('c')
+                        && key.modifiers.contains(KeyModifiers::CONTROL);
+                    if key.code == KeyCode::Esc || ctrl_c {
+                        signal.cancel();
+                    }
+                }
+            }
+            _ = tick.tick() => ui.borrow_mut().draw(),
+        }
+    }
 }
 
 /// The model selector: the `--models` set, else every model with a key; `✓` on the current.

@@ -542,6 +542,9 @@ fn exit_on_signal(code: u8) -> ! {
     std::process::exit(i32::from(code));
 }
 
+/// The keys and pastes read from the terminal.
+type Keys = UnboundedReceiver<Event>;
+
 /// How a turn ended for the loop.
 enum Flow {
     Go,
@@ -631,7 +634,7 @@ pub(super) async fn run(
         };
         let flow = match action {
             Action::Submit(text) => {
-                if let Some(flow) = commands::run(setup, &ui, &text).await {
+                if let Some(flow) = commands::run(setup, &ui, &mut keys, &text).await {
                     flow
                 } else {
                     let content = ui.borrow_mut().content(&text);
@@ -668,7 +671,7 @@ pub(super) async fn run(
 async fn turn(
     setup: &mut Setup,
     ui: &RefCell<Ui>,
-    keys: &mut UnboundedReceiver<Event>,
+    keys: &mut Keys,
     questions: &mut Questions,
     signals: &mut Signals,
     content: Vec<Content>,

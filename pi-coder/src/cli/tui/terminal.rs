@@ -132,3 +132,23 @@ pub(crate) fn size() -> (usize, usize) {
         .map(|(w, h)| (usize::from(w.max(1)), usize::from(h.max(1))))
         .unwrap_or((80, 24))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic while the interface owns the terminal gives it back before the panic goes on.
+    #[test]
+    fn a_panic_restores_the_terminal() {
+        install_panic_hook();
+        RAW.store(true, Ordering::SeqCst);
+        READING.store(true, Ordering::SeqCst);
+        let caught = std::panic::catch_unwind(|| panic!("boom"));
+        assert!(caught.is_err());
+        assert!(!RAW.load(Ordering::SeqCst), "the hook did not restore");
+        assert!(
+            !READING.load(Ordering::SeqCst),
+            "the key reader still reads"
+        );
+    }
+}

@@ -165,14 +165,23 @@ pub(super) trait Backend: Send + Sync + 'static {
     fn create(&self, run: &str, header: &str, lines: &[String]) -> Result<(), StoreError>;
     /// The stored header and transcript bytes.
     fn read(&self, run: &str) -> Result<(String, String), StoreError>;
+    /// The stored header alone (what a claim checks: the transcript is not read).
+    fn read_header(&self, run: &str) -> Result<String, StoreError>;
     /// Appends `lines` after the first `bytes_before` bytes of the transcript (dropping any
     /// bytes after them) and replaces the header, as one atomic step for the header.
+    ///
+    /// `durable`: the record must survive a power cut before this returns (a call's start,
+    /// its result, a pause, an end). Other records (decisions, a turn's messages) may wait for
+    /// the next durable one, as long as no later record is kept without them: losing them with
+    /// a power cut loses nothing a resume needs (no call started after them yet, and the
+    /// results are in the header's `finished`).
     fn append(
         &self,
         run: &str,
         bytes_before: u64,
         lines: &[String],
         header: &str,
+        durable: bool,
     ) -> Result<(), StoreError>;
     /// Takes the run's lock (refused while held elsewhere).
     fn lock(&self, run: &str) -> Result<RunLock, StoreError>;
@@ -204,7 +213,9 @@ pub(super) fn claim<B: Backend>(
 ) -> Result<Box<dyn RunClaim>, StoreError> {
     super::check_run_id(run)?;
     let lock = backend.lock(run)?;
-    let (header, _) = load(backend.as_ref(), run)?;
+    // The header alone: `state` was loaded and checked whole; what a claim needs to know is
+    // whether the run changed since (parsing the transcript again doubled a resume's cost).
+    let header = Header::from_text(run, &backend.read_header(run)?)?;
     if header.state.revision != state.revision {
         return Err(StoreError::Stale {
             run: run.to_owned(),
@@ -240,6 +251,7 @@ impl<B: Backend> Claim<B> {
     fn write(
         &self,
         transcript: &[Arc<Message>],
+        durable: bool,
         change: impl FnOnce(&mut Header),
     ) -> Result<(), StoreError> {
         let mut held = self.header();
@@ -250,7 +262,7 @@ impl<B: Backend> Claim<B> {
         let bytes_before = header.message_bytes;
         header.add_lines(&new);
         self.backend
-            .append(&self.run, bytes_before, &new, &header.to_text())?;
+            .append(&self.run, bytes_before, &new, &header.to_text(), durable)?;
         *held = header;
         Ok(())
     }
@@ -262,32 +274,35 @@ impl<B: Backend> RunClaim for Claim<B> {
     }
 
     fn record_decisions(&self, state: &RunState) -> Result<(), StoreError> {
-        self.write(&[], |header| {
+        // Not durable by itself: the first call's start (durable) is written after it.
+        self.write(&[], false, |header| {
             header.state.decisions = state.decisions.clone();
             header.state.revision += 1;
         })
     }
 
     fn call_started(&self, id: &str) -> Result<(), StoreError> {
-        self.write(&[], |header| {
+        self.write(&[], true, |header| {
             header.state.started.insert(id.to_owned());
         })
     }
 
     fn call_finished(&self, id: &str, result: &Message) -> Result<(), StoreError> {
         let result = Arc::new(result.clone());
-        self.write(&[], |header| {
+        self.write(&[], true, |header| {
             header.state.finished.insert(id.to_owned(), result);
         })
     }
 
     fn append(&self, transcript: &[Arc<Message>]) -> Result<(), StoreError> {
-        self.write(transcript, |_| {})
+        // A turn's messages: the results are already durable in `finished`, and an answer
+        // lost with a power cut is asked for again.
+        self.write(transcript, false, |_| {})
     }
 
     fn paused(&self, state: &RunState) -> Result<u64, StoreError> {
         let mut revision = 0;
-        self.write(&state.messages, |header| {
+        self.write(&state.messages, true, |header| {
             revision = header.state.revision + 1;
             header.state = without_messages(state);
             header.state.revision = revision;
@@ -296,7 +311,7 @@ impl<B: Backend> RunClaim for Claim<B> {
     }
 
     fn ended(&self, transcript: &[Arc<Message>]) -> Result<(), StoreError> {
-        self.write(transcript, |header| {
+        self.write(transcript, true, |header| {
             header.state.waiting.clear();
             header.state.nested.clear();
             header.state.decisions.clear();

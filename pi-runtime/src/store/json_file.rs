@@ -104,15 +104,19 @@ impl Backend for Files {
         Ok(())
     }
 
+    fn read_header(&self, run: &str) -> Result<String, StoreError> {
+        match fs::read_to_string(self.run_dir(run).join("header")) {
+            Ok(header) => Ok(header),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::NotFound(run.to_owned()))
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
     fn read(&self, run: &str) -> Result<(String, String), StoreError> {
         let dir = self.run_dir(run);
-        let header = match fs::read_to_string(dir.join("header")) {
-            Ok(header) => header,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound(run.to_owned()));
-            }
-            Err(err) => return Err(err.into()),
-        };
+        let header = self.read_header(run)?;
         let messages = match fs::read(dir.join("messages.jsonl")) {
             Ok(bytes) => String::from_utf8(bytes).map_err(|_| StoreError::Damaged {
                 run: run.to_owned(),
@@ -124,12 +128,15 @@ impl Backend for Files {
         Ok((header, messages))
     }
 
+    /// Every record is synced (`durable` is not used): the header is replaced by a rename,
+    /// which is only ordered with the writes before it when they were synced.
     fn append(
         &self,
         run: &str,
         bytes_before: u64,
         lines: &[String],
         header: &str,
+        _durable: bool,
     ) -> Result<(), StoreError> {
         if !lines.is_empty() {
             let path = self.run_dir(run).join("messages.jsonl");

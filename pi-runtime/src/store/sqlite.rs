@@ -30,9 +30,37 @@ pub struct SqliteRunStore {
 
 #[derive(Debug)]
 struct Database {
-    connection: Mutex<Connection>,
+    connection: Mutex<Session>,
     /// Where the claims' lock files go: `<database>.locks/`.
     locks: PathBuf,
+}
+
+/// The connection, and how its commits are synced.
+#[derive(Debug)]
+struct Session {
+    connection: Connection,
+    /// Durable records are synced to disk (the default; [`SqliteRunStore::without_sync`]
+    /// turns it off).
+    synced: bool,
+    /// Whether the connection syncs its commits now (`synchronous = FULL`).
+    syncing: bool,
+}
+
+impl Session {
+    /// Syncs the next commit or not. In WAL mode a synced commit syncs the log up to it, so
+    /// the unsynced records before it are made durable with it, in order.
+    fn sync_next_commit(&mut self, sync: bool) -> Result<(), StoreError> {
+        if self.syncing != sync {
+            let pragma = if sync {
+                "PRAGMA synchronous = FULL;"
+            } else {
+                "PRAGMA synchronous = NORMAL;"
+            };
+            self.connection.execute_batch(pragma).map_err(failed)?;
+            self.syncing = sync;
+        }
+        Ok(())
+    }
 }
 
 fn failed(err: rusqlite::Error) -> StoreError {
@@ -73,7 +101,11 @@ impl SqliteRunStore {
         std::fs::create_dir_all(&locks)?;
         Ok(SqliteRunStore {
             database: Arc::new(Database {
-                connection: Mutex::new(connection),
+                connection: Mutex::new(Session {
+                    connection,
+                    synced: true,
+                    syncing: true,
+                }),
                 locks,
             }),
         })
@@ -91,10 +123,10 @@ impl SqliteRunStore {
     ///
     /// The database refused the setting.
     pub fn without_sync(self) -> Result<SqliteRunStore, StoreError> {
-        self.database
-            .connection()
-            .execute_batch("PRAGMA synchronous = NORMAL;")
-            .map_err(failed)?;
+        let mut session = self.database.connection();
+        session.synced = false;
+        session.sync_next_commit(false)?;
+        drop(session);
         Ok(self)
     }
 }
@@ -114,11 +146,22 @@ impl RunStore for SqliteRunStore {
 }
 
 impl Database {
-    fn connection(&self) -> MutexGuard<'_, Connection> {
+    fn connection(&self) -> MutexGuard<'_, Session> {
         self.connection
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// The stored header of `run`.
+fn read_header(connection: &Connection, run: &str) -> Result<String, StoreError> {
+    let header: Option<String> = connection
+        .query_row("SELECT header FROM runs WHERE id = ?1", [run], |row| {
+            row.get(0)
+        })
+        .optional()
+        .map_err(failed)?;
+    header.ok_or_else(|| StoreError::NotFound(run.to_owned()))
 }
 
 /// Inserts `lines` as the messages of `run` starting at byte `offset`.
@@ -142,8 +185,10 @@ fn insert_lines(
 
 impl Backend for Database {
     fn create(&self, run: &str, header: &str, lines: &[String]) -> Result<(), StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction().map_err(failed)?;
+        let mut session = self.connection();
+        let synced = session.synced;
+        session.sync_next_commit(synced)?;
+        let transaction = session.connection.transaction().map_err(failed)?;
         transaction
             .execute(
                 "INSERT INTO runs (id, header) VALUES (?1, ?2)",
@@ -154,15 +199,14 @@ impl Backend for Database {
         transaction.commit().map_err(failed)
     }
 
+    fn read_header(&self, run: &str) -> Result<String, StoreError> {
+        read_header(&self.connection().connection, run)
+    }
+
     fn read(&self, run: &str) -> Result<(String, String), StoreError> {
-        let connection = self.connection();
-        let header: Option<String> = connection
-            .query_row("SELECT header FROM runs WHERE id = ?1", [run], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(failed)?;
-        let header = header.ok_or_else(|| StoreError::NotFound(run.to_owned()))?;
+        let session = self.connection();
+        let connection = &session.connection;
+        let header = read_header(connection, run)?;
         let mut select = connection
             .prepare_cached("SELECT offset, line FROM messages WHERE run = ?1 ORDER BY offset")
             .map_err(failed)?;
@@ -188,9 +232,12 @@ impl Backend for Database {
         bytes_before: u64,
         lines: &[String],
         header: &str,
+        durable: bool,
     ) -> Result<(), StoreError> {
-        let mut connection = self.connection();
-        let transaction = connection.transaction().map_err(failed)?;
+        let mut session = self.connection();
+        let sync = session.synced && durable;
+        session.sync_next_commit(sync)?;
+        let transaction = session.connection.transaction().map_err(failed)?;
         if !lines.is_empty() {
             transaction
                 .execute(

@@ -12,12 +12,13 @@
 //!   time per turn over the first and the last tenth of the run (timed by the model at its
 //!   requests), and the ratio to the plain loop; a cost that grows with the transcript shows
 //!   as a last-tenth figure far above the first tenth's.
-//! - `agents`: resident memory added by N runs alive at once over one registry of M tools
-//!   (every run inside its first call), against one such run.
-//! - `tools`: resident memory per idle `FnTool` (built, never called), and per called one.
+//! - `agents`: the heap held by N runs alive at once over one registry of M tools (every run
+//!   inside its first call), against one such run.
+//! - `tools`: the heap held per idle `FnTool` (built, never called), and per called one.
 //!
-//! Each section runs in its own child process (this binary re-executed), so its memory
-//! figures start from a fresh heap.
+//! Memory is the heap the program holds (dhat's count of bytes allocated and not freed: no
+//! allocator slack or fragmentation), and each section runs in its own child process (this
+//! binary re-executed).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -252,17 +253,15 @@ fn turns_section(turns: usize) {
     }
 }
 
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse().ok())
-        })
-        .unwrap_or(0)
+// dhat's allocator passes through to the system's while no profiler runs (the `turns`
+// section); the memory sections run one, which counts the bytes held.
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+/// The heap the program holds (allocated and not freed), in KB: no allocator slack or
+/// fragmentation. Needs a running `dhat::Profiler`.
+fn held_kb() -> f64 {
+    dhat::HeapStats::get().curr_bytes as f64 / 1024.0
 }
 
 /// `count` distinct tools with a realistic schema (a few typed, described properties).
@@ -294,7 +293,7 @@ fn catalog(count: usize) -> Vec<Arc<dyn AgentTool>> {
 
 /// Resident memory added by `runs` runs alive at once over `registry`, each inside its first
 /// call (a tool that waits until released).
-fn runs_alive(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, runs: usize) -> u64 {
+fn runs_alive(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, runs: usize) -> f64 {
     let entered = Arc::new(AtomicUsize::new(0));
     let release = Arc::new(Semaphore::new(0));
     let hold = {
@@ -311,7 +310,7 @@ fn runs_alive(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, runs: 
             .expect("a valid tool")
     };
     let registry = registry.clone().with(hold);
-    let before = rss_kb();
+    let before = held_kb();
     runtime.block_on(async {
         let mut tasks = Vec::new();
         for _ in 0..runs {
@@ -335,7 +334,7 @@ fn runs_alive(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, runs: 
         while entered.load(Ordering::SeqCst) < runs {
             tokio::task::yield_now().await;
         }
-        let added = rss_kb().saturating_sub(before);
+        let added = held_kb() - before;
         release.add_permits(runs);
         for task in tasks {
             task.await.expect("the run ends");
@@ -345,6 +344,7 @@ fn runs_alive(runtime: &tokio::runtime::Runtime, registry: &ToolRegistry, runs: 
 }
 
 fn agents_section(agents: usize, tools: usize) {
+    let _profiler = dhat::Profiler::builder().testing().build();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -353,36 +353,35 @@ fn agents_section(agents: usize, tools: usize) {
     runs_alive(&runtime, &registry, 1);
     let one = runs_alive(&runtime, &registry, 1);
     let many = runs_alive(&runtime, &registry, agents);
-    println!(
-        "agents: runs alive at once over one registry of {tools} tools (resident memory added)"
-    );
-    println!("  1 run:       {:>8.1} MB", one as f64 / 1024.0);
+    println!("agents: runs alive at once over one registry of {tools} tools (heap held)");
+    println!("  1 run:    {:>8.1} MB", one / 1024.0);
     println!(
         "  {agents} runs: {:>8.1} MB  ({:.1} MB more than one run, {:.1} KB per run)",
-        many as f64 / 1024.0,
-        many.saturating_sub(one) as f64 / 1024.0,
-        many as f64 / agents as f64,
+        many / 1024.0,
+        (many - one) / 1024.0,
+        many / agents as f64,
     );
 }
 
 fn tools_section(tools: usize) {
-    let before = rss_kb();
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let before = held_kb();
     let catalog = catalog(tools);
-    let idle = rss_kb().saturating_sub(before);
-    println!("tools: {tools} FnTools (schema of four described properties)");
+    let idle = held_kb() - before;
+    println!("tools: {tools} FnTools, a schema of four described properties (heap held)");
     println!(
-        "  idle (built, never called): {:>8.1} KB per tool",
-        idle as f64 * 1024.0 / tools as f64 / 1024.0
+        "  idle (built, never called):     {:>6.1} KB per tool",
+        idle / tools as f64
     );
-    let before = rss_kb();
+    let before = held_kb();
     for tool in &catalog {
         pi_tool::validate_arguments(tool.as_ref(), &json!({"path": "a.txt"}))
             .expect("valid arguments");
     }
-    let called = rss_kb().saturating_sub(before);
+    let called = held_kb() - before;
     println!(
-        "  after one validated call each: {:>8.1} KB more per tool",
-        called as f64 / tools as f64
+        "  after one validated call each: {:>6.1} KB more per tool",
+        called / tools as f64
     );
     drop(catalog);
 }

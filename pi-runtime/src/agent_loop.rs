@@ -254,7 +254,14 @@ fn start_with(
     let mut options = config.stream_options.clone();
     options.signal = signal.clone();
     let (native_search, native_code) = tool_change::natives(&options, model.as_ref());
-    let installed = tool_change::install(tools, &messages, native_search, native_code, None);
+    let installed = tool_change::install(
+        tools,
+        &messages,
+        native_search,
+        native_code,
+        None,
+        &available,
+    );
     options.tools = installed.request_tools;
     let (tools, deferral) = (installed.tools, installed.deferral);
     let mut all_state = available.state().clone();

@@ -308,10 +308,11 @@ async fn should_stop_after_turn_still_ends_a_run_finish_turn_continues() {
     assert_eq!(model.calls(), 1, "either hook ending the run ends it");
 }
 
-/// A scripted model that notes where each request's transcript lives.
+/// A scripted model that notes where each request's transcript and tool specs live.
 struct BufferWatcher {
     inner: ScriptedModel,
     seen: Mutex<Vec<usize>>,
+    specs: Mutex<Vec<usize>>,
 }
 
 impl Model for BufferWatcher {
@@ -336,6 +337,10 @@ impl Model for BufferWatcher {
             .lock()
             .unwrap()
             .push(context.messages.as_ptr() as usize);
+        self.specs
+            .lock()
+            .unwrap()
+            .push(context.tools.as_ptr() as usize);
         self.inner.stream(context, options)
     }
 }
@@ -350,6 +355,7 @@ async fn turn_hooks_share_the_runs_transcript_instead_of_copying_it() {
     let model = Arc::new(BufferWatcher {
         inner: ScriptedModel::recording([call("c1", "a"), call("c2", "a"), text("done")]),
         seen: Mutex::new(Vec::new()),
+        specs: Mutex::new(Vec::new()),
     });
     type Seen = Arc<Mutex<Vec<usize>>>;
     let (requests, finished, stopped, next): (Seen, Seen, Seen, Seen) = Default::default();
@@ -398,6 +404,37 @@ async fn turn_hooks_share_the_runs_transcript_instead_of_copying_it() {
     assert_eq!(finished[..2], seen[1..], "finish_turn");
     assert_eq!(*stopped.lock().unwrap(), finished, "should_stop_after_turn");
     assert_eq!(*next.lock().unwrap(), finished[..2], "prepare_next_turn");
+}
+
+/// Issue 37: a run that offers exactly a registry's tools requests with the registry's
+/// shared specs, not a copy per run (100 runs over a 1,000-tool catalog held 620 MB of
+/// copies); a run offering other tools has its own.
+#[tokio::test]
+async fn runs_over_one_registry_share_its_specs() {
+    let catalog = registry(&["a", "b", "c"]);
+    let shared = catalog.shared_specs().as_ptr() as usize;
+    let watch = |context: AgentContext| async move {
+        let model = Arc::new(BufferWatcher {
+            inner: ScriptedModel::new([call("c1", "a"), text("done")]),
+            seen: Mutex::new(Vec::new()),
+            specs: Mutex::new(Vec::new()),
+        });
+        let events = agent_loop(
+            vec![Message::user("go")],
+            context,
+            AgentLoopConfig::new(),
+            Arc::clone(&model) as Arc<dyn Model>,
+            CancellationToken::new(),
+        );
+        events.count().await;
+        model.specs.lock().unwrap().clone()
+    };
+    for _ in 0..2 {
+        let specs = watch(AgentContext::new("").with_registry(catalog.clone())).await;
+        assert_eq!(specs, [shared, shared]);
+    }
+    let other = watch(AgentContext::new("").with_tools(catalog.tools().take(2).cloned())).await;
+    assert_ne!(other[0], shared);
 }
 
 #[tokio::test]

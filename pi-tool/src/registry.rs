@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures_util::future::Either;
 
@@ -84,6 +84,9 @@ struct Tools {
     gate: Arc<CallGate>,
     /// Decides calls that wait, in [`ToolRegistry::run`] and [`ToolRegistry::run_or_wait`].
     approver: Option<Approver>,
+    /// The specs of `tools` in order, copied at most once per version of the registry (any
+    /// change resets it): see [`ToolRegistry::shared_specs`].
+    shared_specs: OnceLock<Arc<[ToolSpec]>>,
 }
 
 fn is_sequential(tool: &Arc<dyn AgentTool>) -> bool {
@@ -160,7 +163,9 @@ impl ToolRegistry {
     }
 
     fn tools_mut(&mut self) -> &mut Tools {
-        Arc::make_mut(&mut self.inner)
+        let tools = Arc::make_mut(&mut self.inner);
+        tools.shared_specs = OnceLock::new();
+        tools
     }
 
     /// Every `#[tool]` linked into the program, sorted by name.
@@ -275,6 +280,39 @@ impl ToolRegistry {
         self.inner.tools.values().map(|tool| tool.spec())
     }
 
+    /// The specs of every tool, sorted by name (as [`tools`](Self::tools)), in one shared
+    /// slice: copied at the first call and shared by every later one, by clones of the
+    /// registry, and by every run of `pi-runtime`'s loop that offers exactly these tools, so
+    /// that runs and agents over one catalog hold one copy of its specs. A change of the
+    /// registry copies them again at the next call.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pi_tool::{FnTool, ToolRegistry};
+    /// use serde_json::{json, Value};
+    ///
+    /// let ping = FnTool::builder("ping", "Answer pong.", json!({"type": "object"}))
+    ///     .build(|_: Value, _| async { "pong" })?;
+    /// let registry = ToolRegistry::new().with(ping.clone());
+    /// let specs = registry.shared_specs();
+    /// assert_eq!(specs[0].name, "ping");
+    /// assert!(Arc::ptr_eq(&specs, &registry.clone().shared_specs()));
+    ///
+    /// let pong = FnTool::builder("pong", "Answer ping.", json!({"type": "object"}))
+    ///     .build(|_: Value, _| async { "ping" })?;
+    /// let changed = registry.clone().with(pong);
+    /// assert_eq!(changed.shared_specs().len(), 2);
+    /// assert_eq!(registry.shared_specs().len(), 1);
+    /// # Ok::<(), pi_tool::RegistryError>(())
+    /// ```
+    pub fn shared_specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(
+            self.inner
+                .shared_specs
+                .get_or_init(|| self.specs().cloned().collect()),
+        )
+    }
+
     /// The tools, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn AgentTool>> {
         self.inner.tools.values()
@@ -299,6 +337,7 @@ impl ToolRegistry {
     {
         let mut subset = Tools {
             tools: BTreeMap::new(),
+            shared_specs: OnceLock::new(),
             ..(*self.inner).clone()
         };
         for name in names {

@@ -120,7 +120,9 @@ impl fmt::Debug for AgentContext {
 #[derive(Clone)]
 pub(crate) struct ToolSet {
     tools: Vec<Arc<dyn AgentTool>>,
-    specs: Vec<ToolSpec>,
+    /// The registry's own shared copy when the run offers exactly its tools (so runs over one
+    /// catalog hold one copy); otherwise the run's.
+    specs: Arc<[ToolSpec]>,
     index: HashMap<String, usize>,
     /// Some tool asks for sequential execution (else a batch need not look its calls up).
     any_sequential: bool,
@@ -130,26 +132,47 @@ pub(crate) struct ToolSet {
 const LINEAR_LOOKUP_MAX: usize = 8;
 
 impl ToolSet {
-    pub(crate) fn new(tools: Vec<Arc<dyn AgentTool>>) -> Self {
+    /// The set of `tools`; `registry` lends its shared specs when `tools` are exactly its own.
+    pub(crate) fn new(tools: Vec<Arc<dyn AgentTool>>, registry: &ToolRegistry) -> Self {
+        let specs = if tools.len() == registry.len()
+            && tools
+                .iter()
+                .zip(registry.tools())
+                .all(|(tool, registered)| Arc::ptr_eq(tool, registered))
+        {
+            registry.shared_specs()
+        } else {
+            tools.iter().map(|tool| tool.spec().clone()).collect()
+        };
         let mut set = ToolSet {
             tools: Vec::with_capacity(tools.len()),
-            specs: Vec::with_capacity(tools.len()),
+            specs,
             index: HashMap::new(),
             any_sequential: false,
         };
         for tool in tools {
-            set.push(tool);
+            set.index_tool(&tool);
+            set.tools.push(tool);
         }
         set
     }
 
-    fn push(&mut self, tool: Arc<dyn AgentTool>) {
+    /// Indexes a tool that is about to be appended (its spec is in `specs` already).
+    fn index_tool(&mut self, tool: &Arc<dyn AgentTool>) {
         let name = &tool.spec().name;
         if !self.index.contains_key(name) {
             self.index.insert(name.clone(), self.tools.len());
         }
-        self.specs.push(tool.spec().clone());
         self.any_sequential |= tool.execution_mode() == Some(ExecutionMode::Sequential);
+    }
+
+    /// Appends a tool: its spec makes the run's own copy of the specs (a rare event: a result
+    /// activating a tool the set lacks).
+    fn push(&mut self, tool: Arc<dyn AgentTool>) {
+        self.index_tool(&tool);
+        let mut specs = self.specs.to_vec();
+        specs.push(tool.spec().clone());
+        self.specs = specs.into();
         self.tools.push(tool);
     }
 

@@ -505,6 +505,7 @@ impl Run {
             native,
             code,
             Some(&self.options.tools),
+            &self.available,
         );
         self.tools = installed.tools;
         *self.state_checked.get_mut() = 0;

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, ToolSpec};
+use pi_tool::{AgentTool, ToolRegistry, ToolSpec};
 
 use super::context::ToolSet;
 use super::deferred::{self, Deferral};
@@ -28,13 +28,14 @@ pub(crate) struct Installed {
 /// schema is sent (deferred ones marked) and the local `tool_search` is not offered; otherwise
 /// deferred schemas wait for the transcript to load them. With the API's own code runner
 /// (`native_code`) code-only tools are sent too. `previous` is the cache of lowered schemas to
-/// keep entries from.
+/// keep entries from; `registry` lends its shared specs when `tools` are exactly its own.
 pub(crate) fn install(
     mut tools: Vec<Arc<dyn AgentTool>>,
     transcript: &[Arc<Message>],
     native: bool,
     native_code: bool,
     previous: Option<&RequestTools>,
+    registry: &ToolRegistry,
 ) -> Installed {
     if native {
         Deferral::remove_search(&mut tools);
@@ -43,7 +44,7 @@ pub(crate) fn install(
     }
     let request_tools = previous.cloned().unwrap_or_default().updated(&tools);
     let needs_view = deferred::needs_view(&tools);
-    let tools = Arc::new(ToolSet::new(tools));
+    let tools = Arc::new(ToolSet::new(tools, registry));
     let deferral = needs_view.then(|| Deferral::new(&tools, transcript, native, native_code));
     Installed {
         tools,

@@ -3,7 +3,10 @@
 //! `elicitation/create`; 2026-07-28: the call answers `input_required` and the client's retry
 //! carries the answer). Accepted, the call runs once; declined or cancelled, it is an error
 //! result saying so; a client without the capability gets an error result saying it cannot
-//! approve; an external tool's call is an error result.
+//! approve; an external tool's call is an error result. The Python SDK's client too, over HTTP
+//! (skipped when `.ci/install-test-deps` has not run).
+
+mod client_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -279,5 +282,90 @@ async fn an_external_tools_call_is_an_error_result() {
             "{revision}: an approval cannot answer it"
         );
         client.cancel().await.ok();
+    }
+}
+
+/// The Python SDK's client (`tests/clients/python_approval.py`) against the server over HTTP:
+/// its elicitation callback answers the form, in both revisions; without a callback it does
+/// not declare the capability and is told it cannot approve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdks_client_approves_declines_or_cannot_approve() {
+    let Some(deps) = client_support::test_deps("venv/bin/python") else {
+        return;
+    };
+    let _serial = SERIAL.lock().await;
+    let token = pi_mcp::generate_token();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(
+        McpServer::new(tools())
+            .with_bearer_token(token.clone())
+            .serve_http_on(listener),
+    );
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_approval.py");
+    let run = |mode: &str, answer: &str| {
+        let mut command = tokio::process::Command::new(deps.join("venv/bin/python"));
+        command
+            .arg(&script)
+            .args([url.as_str(), mode, answer])
+            .env("PI_MCP_TOKEN", &token)
+            .kill_on_drop(true);
+        async move {
+            let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+                .await
+                .expect("the client finishes in time")
+                .expect("python runs");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success(),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            serde_json::from_str::<Value>(stdout.trim()).expect("one JSON line")
+        }
+    };
+    for (mode, protocol) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let before = REFUNDS.load(Ordering::SeqCst);
+        let approved = run(mode, "yes").await;
+        assert_eq!(approved["protocol"], protocol);
+        assert_eq!(approved["is_error"], false, "{mode}: {approved}");
+        assert_eq!(approved["text"], "refunded 250 on A-7");
+        assert_eq!(
+            approved["asked"].as_array().map(Vec::len),
+            Some(1),
+            "{approved}"
+        );
+        assert_eq!(
+            approved["asked"][0]["schema"]["required"],
+            json!(["approve"])
+        );
+        assert_eq!(
+            REFUNDS.load(Ordering::SeqCst),
+            before + 1,
+            "{mode}: ran once"
+        );
+
+        for answer in ["no", "decline"] {
+            let refused = run(mode, answer).await;
+            assert_eq!(refused["is_error"], true, "{mode} {answer}: {refused}");
+            assert_eq!(
+                refused["text"],
+                "Tool refund was not run: the call was denied: the client's user declined it"
+            );
+        }
+        let unable = run(mode, "none").await;
+        assert_eq!(unable["is_error"], true);
+        assert!(
+            unable["text"]
+                .as_str()
+                .is_some_and(|text| text.contains("this MCP client cannot give it")),
+            "{unable}"
+        );
+        assert_eq!(
+            REFUNDS.load(Ordering::SeqCst),
+            before + 1,
+            "{mode}: nothing else ran"
+        );
     }
 }

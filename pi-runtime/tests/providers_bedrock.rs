@@ -295,8 +295,10 @@ fn request_bodies_are_the_aws_sdks_converse_stream_request() {
         options.tool_choice = choice;
         options.thinking = thinking;
         options.temperature = Some(0.2);
+        // One with strict tools (`toolSpec.strict`).
         let mut body = BedrockConverse::new(model)
             .max_tokens(1000)
+            .strict(thinking.is_some())
             .request_body(context, &options);
         body["modelId"] = json!(model);
         bodies.push(body);
@@ -324,6 +326,10 @@ fn request_bodies_are_the_aws_sdks_converse_stream_request() {
             .to_string()
             .replace("\"__BYTES__\"", "new Uint8Array(0)")
     }
+    assert_eq!(
+        bodies[0]["toolConfig"]["tools"][0]["toolSpec"]["strict"],
+        true
+    );
     let literals: Vec<String> = bodies.iter().map(sdk_literal).collect();
     assert!(literals[0].contains("new Uint8Array(0)"));
     let import = "import type { ConverseStreamRequest } from \"@aws-sdk/client-bedrock-runtime\";";
@@ -702,4 +708,55 @@ fn recorded_bedrock_streams_decode_alike_split_at_every_byte() {
             _ => {}
         }
     }
+}
+
+/// Bedrock's refusal of strict tools (Claude's grammar limits, as Bedrock words them): sent once
+/// more without `strict`, signed again for the new body, and remembered for the session.
+#[tokio::test]
+async fn a_refusal_of_strict_tools_is_signed_and_sent_again_without_them() {
+    let server = Server::start(vec![
+        Reply::status(
+            400,
+            r#"{"message":"Too many strict tools (21). The maximum number of strict tools supported is 20"}"#,
+        )
+        .header("x-amzn-errortype", "ValidationException"),
+        Reply::binary(&tool_stream(), 64, EVENT_STREAM),
+    ])
+    .await;
+    let model = BedrockConverse::new(CLAUDE)
+        .base_url(&server.url)
+        .region("eu-central-1")
+        .credentials(credentials())
+        .strict(true)
+        .max_retries(0);
+    let mut options = StreamOptions::default();
+    options.session_id = Some("s1".into());
+    let events = run(&model, &options).await;
+    let (message, reason) = last(&events);
+    assert_eq!(reason, Some(StopReason::ToolUse), "{message:?}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let spec = |seen: &Seen| seen.body["toolConfig"]["tools"][0]["toolSpec"].clone();
+    assert_eq!(spec(&seen[0])["strict"], true);
+    assert_eq!(
+        spec(&seen[0])["inputSchema"]["json"]["additionalProperties"],
+        false
+    );
+    assert!(spec(&seen[1]).get("strict").is_none());
+    assert_eq!(
+        spec(&seen[1])["inputSchema"]["json"],
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    );
+    for request in &seen {
+        assert_eq!(
+            request.header("authorization").unwrap(),
+            resign(request, &server.url),
+            "each attempt is signed for its own body"
+        );
+    }
+    let fallback = model
+        .strict_tools_policy()
+        .fallback(Some("s1"))
+        .expect("remembered");
+    assert!(fallback.tools.contains("get_weather"));
 }

@@ -35,6 +35,7 @@ pub struct BedrockConverse {
     region: Option<String>,
     profile: Option<String>,
     prompt_caching: bool,
+    strict: bool,
     credentials: Option<super::bedrock_auth::AwsCredentials>,
     client: super::http::LazyClient,
 }
@@ -59,6 +60,7 @@ impl BedrockConverse {
             region: None,
             profile: None,
             prompt_caching: true,
+            strict: false,
             credentials: None,
             client: Default::default(),
         }
@@ -87,6 +89,15 @@ impl BedrockConverse {
     /// (for the models that cache prompts: Claude and Nova; default true).
     pub fn prompt_caching(mut self, enabled: bool) -> Self {
         self.prompt_caching = enabled;
+        self
+    }
+
+    /// Whether tools whose schema qualifies for strict mode go with `strict: true` and that
+    /// schema (Bedrock's `toolSpec.strict`, for the models that constrain calls to it; default
+    /// false). A request Bedrock refuses for its strict-tool limits is sent once more without
+    /// them ([`StrictTools`](super::StrictTools)).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
         self
     }
 
@@ -227,7 +238,7 @@ impl BedrockConverse {
             let mut tools: Vec<Value> = context
                 .tools
                 .iter()
-                .map(|spec| bedrock_tool(spec, options))
+                .map(|spec| bedrock_tool(spec, options, self.strict))
                 .collect();
             if caches {
                 tools.push(json!({"cachePoint": {"type": "default"}}));
@@ -300,14 +311,28 @@ fn tool_choice(choice: &ToolChoice) -> Option<Value> {
 }
 
 /// A `toolSpec`: the schema with an object root (Anthropic's lowering, which every Bedrock
-/// model takes), as `inputSchema.json`.
-fn bedrock_tool(spec: &ToolSpec, options: &StreamOptions) -> Value {
-    let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
-    json!({"toolSpec": {
-        "name": spec.name,
-        "description": spec.description,
-        "inputSchema": {"json": lowered.schema},
-    }})
+/// model takes), as `inputSchema.json`; with `strict`, the strict lowering and `strict: true`
+/// where the schema qualifies.
+fn bedrock_tool(spec: &ToolSpec, options: &StreamOptions, strict: bool) -> Value {
+    let strict_schema = strict
+        .then(|| options.tools.lowered(spec, SchemaMode::OpenAiStrict))
+        .filter(|lowered| lowered.qualifies());
+    match strict_schema {
+        Some(lowered) => json!({"toolSpec": {
+            "name": spec.name,
+            "description": spec.description,
+            "inputSchema": {"json": lowered.schema},
+            "strict": true,
+        }}),
+        None => {
+            let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
+            json!({"toolSpec": {
+                "name": spec.name,
+                "description": spec.description,
+                "inputSchema": {"json": lowered.schema},
+            }})
+        }
+    }
 }
 
 /// `png`, `jpeg`, `gif` or `webp` of an image's MIME type.
@@ -403,34 +428,41 @@ impl crate::model::Model for BedrockConverse {
         let region = self.region_now(&env);
         let url = self.endpoint_with(&env);
         let body = self.request_body(context, options);
-        let request = sign_in.clone().and_then(|sign_in| {
-            let bytes = serde_json::to_vec(&body).map_err(|err| err.to_string())?;
+        // Signed at each attempt: the strict-tool fallback may send a changed body.
+        let request = sign_in.clone().map(|sign_in| {
             let mut headers = vec![(
                 "accept".to_owned(),
                 "application/vnd.amazon.eventstream".to_owned(),
             )];
-            match &sign_in {
-                BedrockSignIn::ApiKey { key, .. } => {
-                    headers.push(("authorization".to_owned(), format!("Bearer {key}")));
-                }
-                BedrockSignIn::SigV4 { credentials, .. } => {
-                    // What the HTTP layer sends that is signed: the type and the host.
-                    let signed = [("content-type".to_owned(), "application/json".to_owned())];
-                    let scope = SigningScope {
-                        credentials,
-                        region: &region,
-                        service: SIGNING_NAME,
-                        time: std::time::SystemTime::now(),
-                    };
-                    headers.extend(sigv4_headers("POST", &url, &signed, &bytes, &scope)?);
-                }
+            if let BedrockSignIn::ApiKey { key, .. } = &sign_in {
+                headers.push(("authorization".to_owned(), format!("Bearer {key}")));
             }
-            Ok(super::http::WireRequest {
+            super::http::WireRequest {
                 url: url.clone(),
                 headers,
                 body,
-            })
+            }
         });
+        let signer = sign_in.clone().ok();
+        let signing_region = region.clone();
+        let sign = move |request: super::http::WireRequest| {
+            let Some(BedrockSignIn::SigV4 { credentials, .. }) = &signer else {
+                return Ok(request);
+            };
+            let mut request = request;
+            let bytes = serde_json::to_vec(&request.body).map_err(|err| err.to_string())?;
+            // What the HTTP layer sends that is signed: the type and the host.
+            let signed = [("content-type".to_owned(), "application/json".to_owned())];
+            let scope = SigningScope {
+                credentials,
+                region: &signing_region,
+                service: SIGNING_NAME,
+                time: std::time::SystemTime::now(),
+            };
+            let headers = sigv4_headers("POST", &request.url, &signed, &bytes, &scope)?;
+            request.headers.extend(headers);
+            Ok(request)
+        };
         let (advice, secrets) = match &sign_in {
             Ok(sign_in) => (
                 format!(
@@ -448,19 +480,35 @@ impl crate::model::Model for BedrockConverse {
                  ({url})",
             self.settings.model
         ));
-        let decoder = self.stream_decoder();
+        let send = move |request: Result<super::http::WireRequest, String>| {
+            let signed = request.and_then(&sign);
+            super::http::stream(
+                &self.client,
+                &self.settings,
+                signed,
+                self.stream_decoder(),
+                options,
+            )
+        };
         // Bedrock's error bodies made readable first, then the hint added (and secrets hidden).
-        let events = super::http::stream(&self.client, &self.settings, request, decoder, options)
-            .map(|event| match event {
-                crate::model::AssistantEvent::Error { reason, mut error } => {
-                    if let Some(message) = &error.error_message {
-                        error.error_message = Some(readable_error(message));
-                    }
-                    crate::model::AssistantEvent::Error { reason, error }
+        let events = super::strict_fallback::stream(
+            &self.settings.strict_tools,
+            super::strict_fallback::Dialect::Bedrock,
+            request,
+            context.tools,
+            options,
+            send,
+        )
+        .map(|event| match event {
+            crate::model::AssistantEvent::Error { reason, mut error } => {
+                if let Some(message) = &error.error_message {
+                    error.error_message = Some(readable_error(message));
                 }
-                other => other,
-            })
-            .boxed();
+                crate::model::AssistantEvent::Error { reason, error }
+            }
+            other => other,
+        })
+        .boxed();
         super::sign_in::with_hint(events, hint)
     }
 }

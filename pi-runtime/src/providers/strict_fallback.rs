@@ -136,6 +136,9 @@ pub(crate) enum Dialect {
     OpenAiResponses,
     /// `tools[] = {type: "function", function: {name, parameters, strict}}` (Chat Completions).
     OpenAiCompletions,
+    /// `toolConfig.tools[] = {toolSpec: {name, inputSchema: {json}, strict}}` (Bedrock).
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+    Bedrock,
 }
 
 /// What a refusal of strict tools names: one tool (OpenAI's "Invalid schema for function
@@ -198,6 +201,7 @@ fn strict_tools(body: &Value, dialect: Dialect) -> Vec<String> {
 
 fn tools(body: &Value) -> &[Value] {
     body.get("tools")
+        .or_else(|| body.pointer("/toolConfig/tools"))
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
@@ -206,6 +210,7 @@ fn tools(body: &Value) -> &[Value] {
 fn holder(tool: &Value, dialect: Dialect) -> Option<&Value> {
     match dialect {
         Dialect::OpenAiCompletions => tool.get("function"),
+        Dialect::Bedrock => tool.get("toolSpec"),
         _ => Some(tool),
     }
 }
@@ -221,12 +226,17 @@ fn relax(
     options: &StreamOptions,
 ) -> Vec<String> {
     let mut changed = Vec::new();
-    let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) else {
+    let tools = match dialect {
+        Dialect::Bedrock => body.pointer_mut("/toolConfig/tools"),
+        _ => body.get_mut("tools"),
+    };
+    let Some(tools) = tools.and_then(Value::as_array_mut) else {
         return changed;
     };
     for tool in tools {
         let holder = match dialect {
             Dialect::OpenAiCompletions => tool.get_mut("function"),
+            Dialect::Bedrock => tool.get_mut("toolSpec"),
             _ => Some(tool),
         };
         let Some(Value::Object(holder)) = holder else {
@@ -247,6 +257,14 @@ fn relax(
                 holder.remove("strict");
                 let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
                 holder.insert("input_schema".into(), lowered.schema.clone());
+            }
+            Dialect::Bedrock => {
+                holder.remove("strict");
+                let lowered = options.tools.lowered(spec, SchemaMode::Anthropic);
+                holder.insert(
+                    "inputSchema".into(),
+                    json!({"json": lowered.schema.clone()}),
+                );
             }
             Dialect::OpenAiResponses | Dialect::OpenAiCompletions => {
                 holder.insert("strict".into(), json!(false));

@@ -161,7 +161,27 @@ impl PiJson {
                     "isError": is_error,
                 })
             }
-            // An event pi does not have: its name only (a client that does not know it skips it).
+            // Events pi does not have (a client that does not know them skips them): a call
+            // that waits for a decision, and the run pausing with the calls that wait.
+            AgentEvent::ToolCallWaiting { call, waiting } => json!({
+                "type": "tool_call_waiting",
+                "toolCallId": call.id(),
+                "toolName": call.name(),
+                "args": waiting.arguments,
+                "reason": waiting.reason,
+                "kind": waiting.kind.as_str(),
+            }),
+            AgentEvent::RunPaused { waiting } => json!({
+                "type": "run_paused",
+                "waiting": waiting.iter().map(|call| json!({
+                    "toolCallId": call.id,
+                    "toolName": call.tool,
+                    "args": call.arguments,
+                    "reason": call.reason,
+                    "kind": call.kind.as_str(),
+                })).collect::<Vec<_>>(),
+            }),
+            // Any other event pi does not have: its name only.
             other => json!({"type": other.kind()}),
         }
     }

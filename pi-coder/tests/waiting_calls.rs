@@ -282,3 +282,33 @@ fn pi_c_in_a_terminal_asks_and_a_no_reaches_the_model_as_declined() {
     assert!(!marker.exists(), "a declined command does not run");
     assert_eq!(server.seen().len(), 2);
 }
+
+#[test]
+fn in_json_mode_the_waiting_command_and_the_pause_are_events() {
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let output = pi(&server.address, project.path(), sessions.path())
+        .args(["--mode", "json", "-p", "run it"])
+        .output()
+        .expect("run pi");
+    assert_eq!(output.status.code(), Some(3));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON value a line"))
+        .collect();
+    let waiting = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_waiting")
+        .expect("a tool_call_waiting event");
+    assert_eq!(waiting["toolName"], "bash");
+    assert_eq!(waiting["args"]["command"], "touch created-by-pi");
+    assert_eq!(waiting["kind"], "approval");
+    let paused = events
+        .iter()
+        .find(|e| e["type"] == "run_paused")
+        .expect("a run_paused event");
+    assert_eq!(paused["waiting"][0]["toolCallId"], waiting["toolCallId"]);
+    assert!(!events.iter().any(|e| e["type"] == "tool_execution_end"));
+    assert!(!project.path().join("created-by-pi").exists());
+}

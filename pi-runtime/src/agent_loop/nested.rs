@@ -23,7 +23,7 @@ use super::context::ToolSet;
 use super::hooks;
 use super::nested_wait::{
     NestedRecords, NestedResume, Replayed, pausing_message, record_finish, record_start,
-    replayed_approval, root_id,
+    records_in_store, replayed_approval, root_id,
 };
 use crate::config::{
     AfterToolCallContext, AfterToolCallHook, ApprovalTimeout, Approver, BeforeToolCallContext,
@@ -110,11 +110,18 @@ impl NestedHost for LoopNested {
                     return *result;
                 }
             }
+            // The approved call records its start when it is decided; one made after it here.
+            let recorded = records_in_store(self.resume.as_deref(), root);
+            if recorded
+                && replayed_approval(self.resume.as_deref(), root, &call.id).is_none()
+                && let Err(refusal) = record_start(self.resume.as_deref(), call)
+            {
+                return ToolResult::error(refusal);
+            }
             let result = run_nested_call(self, Some(self), call, parent, ctx).await;
-            if replayed_approval(self.resume.as_deref(), root, &call.id).is_some() {
+            if self.records.completed(root, call, &result) && recorded {
                 record_finish(self.resume.as_deref(), call, &result);
             }
-            self.records.completed(root, call, &result);
             result
         })
     }

@@ -110,8 +110,8 @@ impl NestedRecords {
     }
 
     /// Records a completed nested call of `root` (not one whose own nested call paused the
-    /// run: its result was made by the pause).
-    pub(super) fn completed(&self, root: &str, call: &ToolCall, result: &ToolResult) {
+    /// run: its result was made by the pause; `false` then).
+    pub(super) fn completed(&self, root: &str, call: &ToolCall, result: &ToolResult) -> bool {
         let mut roots = self.roots();
         let record = roots.entry(root.to_owned()).or_default();
         if let Some((waiting, _)) = &record.paused
@@ -121,7 +121,7 @@ impl NestedRecords {
                     .strip_prefix(call.id.as_str())
                     .is_some_and(|rest| rest.starts_with('/')))
         {
-            return;
+            return false;
         }
         record.journal.push(NestedCallRecord::new(
             call.id.as_str(),
@@ -129,6 +129,7 @@ impl NestedRecords {
             call.arguments.clone(),
             result.clone(),
         ));
+        true
     }
 
     /// Records that `waiting` (made with `requested`) pauses the run; `false` when another
@@ -228,7 +229,7 @@ impl NestedRecords {
             return self.answered(root, call, entry.result.clone());
         }
         let Some((wait, decision)) = resume.decided(root, &call.id) else {
-            return Replayed::Run;
+            return self.recorded(resume, root, call, replay_policy);
         };
         if wait.call.tool != call.name || wait.requested != call.arguments {
             return diverged(&wait.call.tool, &wait.requested);
@@ -259,11 +260,42 @@ impl NestedRecords {
         self.answered(root, call, result)
     }
 
+    /// A nested call the outer call made after its approved one, in a resume a crash stopped:
+    /// the result the store recorded when it finished, the interrupted error when it started
+    /// and its tool says `replay = "never"`, else it runs.
+    fn recorded(
+        &self,
+        resume: &NestedResume,
+        root: &str,
+        call: &ToolCall,
+        replay_policy: Option<Replay>,
+    ) -> Replayed {
+        if let Some(Message::ToolResult(recorded)) = resume.finished.get(&call.id).map(Arc::as_ref)
+            && recorded.tool_name == call.name
+        {
+            let mut result = ToolResult::new(recorded.content.clone(), recorded.details.clone());
+            result.is_error = recorded.is_error;
+            return self.answered(root, call, result);
+        }
+        if resume.started.contains(&call.id) && replay_policy == Some(Replay::Never) {
+            let result = ToolResult::error(interrupted_message(&call.name, &call.id));
+            return self.answered(root, call, result);
+        }
+        Replayed::Run
+    }
+
     /// A replayed call's result, kept in the journal again (a later pause keeps it).
     fn answered(&self, root: &str, call: &ToolCall, result: ToolResult) -> Replayed {
         self.completed(root, call, &result);
         Replayed::Answered(Box::new(result))
     }
+}
+
+/// Whether the outer call `root` runs again in a resumed run that records in a store: its
+/// nested calls that run (the approved one and those after it) are recorded as started and
+/// finished, so that a crash never runs a finished one again.
+pub(super) fn records_in_store(resume: Option<&NestedResume>, root: &str) -> bool {
+    resume.is_some_and(|resume| resume.journal.is_some() && resume.waits.contains_key(root))
 }
 
 /// The decision a resumed run replays for the nested call `id` of `root`, if it was approved.
@@ -276,7 +308,8 @@ pub(super) fn replayed_approval<'r>(
     decision.filter(|decision| decision.runs())
 }
 
-/// Records in the store that an approved nested call starts; `Err` is its result instead.
+/// Records in the store that a nested call of a resumed outer call starts (the approved one,
+/// or one made after it); `Err` is its result instead.
 pub(super) fn record_start(resume: Option<&NestedResume>, call: &ToolCall) -> Result<(), String> {
     match resume.and_then(|resume| resume.journal.as_ref()) {
         Some(journal) => journal.started(&call.id).map_err(|err| {
@@ -289,7 +322,8 @@ pub(super) fn record_start(resume: Option<&NestedResume>, call: &ToolCall) -> Re
     }
 }
 
-/// Records in the store the result of an approved nested call (a failure is logged: it ran).
+/// Records in the store the result of a nested call of a resumed outer call (a failure is
+/// logged: it ran).
 pub(super) fn record_finish(resume: Option<&NestedResume>, call: &ToolCall, result: &ToolResult) {
     let Some(journal) = resume.and_then(|resume| resume.journal.as_ref()) else {
         return;

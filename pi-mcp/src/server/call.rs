@@ -29,13 +29,14 @@ use super::catalog::{Catalog, OutputShape, ServedTool, WRAPPED_OUTPUT_KEY};
 pub(crate) async fn run(
     catalog: &Arc<Catalog>,
     served: &ServedTool,
-    params: CallToolRequestParams,
+    mut params: CallToolRequestParams,
     request: RequestContext<RoleServer>,
 ) -> CallToolResponse {
+    // The arguments move into the call; the rest (an approval's answer) stays with `params`.
     let call = ToolCall::new(
         request.id.to_string(),
         served.tool.spec().name.clone(),
-        Value::Object(params.arguments.clone().unwrap_or_default()),
+        Value::Object(params.arguments.take().unwrap_or_default()),
     );
     // The call's own token: cancelling it (a client's cancel, an HTTP disconnect) stops this
     // call and nothing else.

@@ -442,3 +442,43 @@ async fn an_approved_nested_call_is_recorded_in_the_store_as_it_runs_and_not_run
     assert_eq!(counts.refund.load(Ordering::SeqCst), before);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test]
+async fn calls_paused_by_a_nested_call_are_listed_in_the_model_s_call_order() {
+    // `c1` waits on its nested refund (known only when it returns), `c2` and `c3` on their
+    // own (known when prepared): the list follows the model's order in both execution modes.
+    for mode in [
+        pi_runtime::ToolExecution::Parallel,
+        pi_runtime::ToolExecution::Sequential,
+    ] {
+        let counts = Arc::new(Counts::default());
+        let model = Arc::new(ScriptedModel::new([calls(vec![
+            call("c1", "settle", json!({"order": 7})),
+            call("c2", "refund", json!({"order": 8})),
+            call("c3", "refund", json!({"order": 9})),
+        ])]));
+        let mut stream = agent_loop(
+            vec![Message::user("go")],
+            context(&counts),
+            AgentLoopConfig::new().tool_execution(mode),
+            model,
+            CancellationToken::new(),
+        );
+        let mut announced = None;
+        while let Some(event) = stream.next_event().await {
+            if let AgentEvent::RunPaused { waiting } = event {
+                announced = Some(waiting);
+            }
+        }
+        let ids = |waiting: &[pi_runtime::WaitingCall]| {
+            waiting.iter().map(|w| w.id.clone()).collect::<Vec<_>>()
+        };
+        let state = stream.take_paused().expect("paused");
+        assert_eq!(ids(state.waiting()), ["c1", "c2", "c3"], "{mode:?}");
+        assert_eq!(
+            ids(&announced.expect("RunPaused")),
+            ["c1", "c2", "c3"],
+            "{mode:?}"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
@@ -23,7 +23,7 @@ use super::run::ABORTED;
 use super::spans;
 use crate::config::{AgentLoopConfig, ToolExecution};
 use crate::event::{AgentEvent, ToolCallRef};
-use crate::message::{Message, StopReason};
+use crate::message::{AssistantMessage, Message, StopReason};
 use crate::transcript::Transcript;
 use crate::wait::{NestedWait, WaitingCall};
 
@@ -113,6 +113,7 @@ pub(crate) async fn execute_tool_calls(
     } else {
         batch.run_parallel(calls, count, &mut outcome).await;
     }
+    outcome.order_waiting(message);
     outcome
 }
 
@@ -136,6 +137,22 @@ impl BatchOutcome {
             })
             .await;
         self.waiting.push(waiting);
+    }
+
+    /// Puts the waiting calls in the model's call order: a call that waits on its own is
+    /// listed when it is prepared, one whose nested call waits only when it returns, after
+    /// every call of a parallel batch was prepared.
+    fn order_waiting(&mut self, message: &AssistantMessage) {
+        if self.nested.is_empty() || self.waiting.len() < 2 {
+            return;
+        }
+        let place: HashMap<&str, usize> = message
+            .tool_calls()
+            .enumerate()
+            .map(|(index, block)| (block.call.id.as_str(), index))
+            .collect();
+        self.waiting
+            .sort_by_key(|waiting| place.get(waiting.id.as_str()).copied());
     }
 
     /// Adds a finished call (in source order); one whose nested call waits, waits.

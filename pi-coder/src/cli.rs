@@ -781,7 +781,10 @@ impl Tools {
                 config.merge(servers.project);
             }
         }
-        let asks = !args.print && std::io::stdin().is_terminal();
+        // Questions are asked on lines of the cooked terminal; the terminal interface reads
+        // keys, so there the server is told that pi cannot ask (as in print mode).
+        let terminal_interface = args.mode.unwrap_or(Mode::Text) == Mode::Text && tui::wanted();
+        let asks = !args.print && std::io::stdin().is_terminal() && !terminal_interface;
         let setup = ClientSetup::for_terminal(
             &config,
             crate::session::pi_agent_dir().join(OAUTH_TOKENS_FILE),

@@ -11,7 +11,7 @@ from). OUT (e.g. /work/data/toollens) must be outside the repository: the set is
 redistribute, and CI does not need it.
 
 ToolLens: 464 real RapidAPI endpoints of ToolBench and 18,770 questions, each needing two to
-five of them (written by GPT-4 from the tools and checked by people, per the COLT paper). Only
+five of them (made for the COLT paper, arXiv 2405.16089, which says how they were written). Only
 the test split (`qrels/test.tsv`) is converted. Written to OUT:
 - tools.jsonl: one tool a line, {"name", "description", "parameters"}: the name as ToolBench
   gives a model (`{api}_for_{tool}`, lowercased, non-alphanumerics as `_`), the description as

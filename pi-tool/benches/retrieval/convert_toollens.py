@@ -10,9 +10,10 @@ SNAPSHOT is a clone (or bare git directory) of quchangle1/COLT; the files are re
 from). OUT (e.g. /work/data/toollens) must be outside the repository: the set is not ours to
 redistribute, and CI does not need it.
 
-ToolLens: 464 real RapidAPI endpoints of ToolBench and 18,770 questions, each needing two to
-five of them (made for the COLT paper, arXiv 2405.16089, which says how they were written). Only
-the test split (`qrels/test.tsv`) is converted. Written to OUT:
+ToolLens: 464 real RapidAPI endpoints of ToolBench and 18,770 questions, each needing one or
+more of them (made for the COLT paper, arXiv 2405.16089, which says how they were written). Only
+the test split (`qrels/test.tsv`: 1,877 questions needing one to three) is converted. Written
+to OUT:
 - tools.jsonl: one tool a line, {"name", "description", "parameters"}: the name as ToolBench
   gives a model (`{api}_for_{tool}`, lowercased, non-alphanumerics as `_`), the description as
   `{tool name}: {api description}` and the parameters as a JSON Schema object (their names,

@@ -248,6 +248,16 @@ impl AgentControl {
         lock(&self.inner.shown).clone()
     }
 
+    /// Takes every waiting steering and follow-up message out of the queues: their texts,
+    /// steering first, each queue in order. pi puts them back into the editor when a turn is
+    /// stopped, so nothing the user typed is sent behind their back or lost.
+    pub fn take_queued(&self) -> Vec<String> {
+        lock(&self.inner.steering).clear();
+        lock(&self.inner.follow_up).clear();
+        let (steering, follow_up) = std::mem::take(&mut *lock(&self.inner.shown));
+        steering.into_iter().chain(follow_up).collect()
+    }
+
     /// A message with `text` reached the model: it leaves its queue's list; `true` when it was
     /// in one.
     fn delivered(&self, text: &str) -> bool {

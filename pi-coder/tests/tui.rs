@@ -462,6 +462,19 @@ fn escape_stops_a_turn_and_typing_while_working_steers_or_follows_up() {
     assert!(!screen.contains("word39"), "{screen}");
     pane.wait_until("the spinner to stop", |s| !s.contains("Working..."));
 
+    // Messages queued for a turn that is stopped come back into the editor, not sent.
+    pane.type_text("SLOW again");
+    pane.keys(&["Enter"]);
+    pane.wait_for("word1");
+    pane.type_text("queued one");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Steering: queued one");
+    pane.keys(&["Escape"]);
+    pane.wait_editor("queued one");
+    assert!(!pane.screen().contains("Steering:"));
+    pane.keys(&["C-u"]);
+    pane.wait_editor("");
+
     // Enter while working steers, Alt+Enter queues a follow-up; both shown until sent.
     pane.type_text("SLOW two");
     pane.keys(&["Enter"]);
@@ -476,7 +489,16 @@ fn escape_stops_a_turn_and_typing_while_working_steers_or_follows_up() {
     let screen = pane.everything();
     assert!(screen.contains("Echo: steer now"), "{screen}");
     let sent: Vec<String> = prompts(&server).iter().map(text_of).collect();
-    assert_eq!(sent, ["SLOW one", "SLOW two", "steer now", "after that"]);
+    assert_eq!(
+        sent,
+        [
+            "SLOW one",
+            "SLOW again",
+            "SLOW two",
+            "steer now",
+            "after that"
+        ]
+    );
     pane.wait_until("the queue to empty", |s| {
         !s.contains("Steering:") && !s.contains("Follow-up:")
     });

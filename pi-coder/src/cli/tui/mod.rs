@@ -731,6 +731,17 @@ async fn turn(
     let mut ui = ui.borrow_mut();
     ui.working = None;
     ui.question = None;
+    if signal.is_cancelled() {
+        // As pi does: what was queued for the stopped turn comes back into the editor (before
+        // what is being typed), to send again or not.
+        let mut texts = control.take_queued();
+        if !texts.is_empty() {
+            if !ui.editor.is_empty() {
+                texts.push(ui.editor.text());
+            }
+            ui.editor.set_text(&texts.join("\n\n"));
+        }
+    }
     ui.queued = control.queued();
     ui.footer = commands::footer(setup);
     ui.draw();

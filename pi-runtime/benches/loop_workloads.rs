@@ -530,6 +530,20 @@ fn parts() {
             .count()
     });
     let clone_args = time_per_call(|| good.iter().map(Value::clone).count());
+    // The whole pipeline of one call outside the loop: what W1's per-call time compares with.
+    let registry = pi_tool::ToolRegistry::new().with(EchoTool);
+    let calls: Vec<pi_tool::ToolCall> = good
+        .iter()
+        .enumerate()
+        .map(|(i, args)| pi_tool::ToolCall::new(format!("call_{i}"), "echo", args.clone()))
+        .collect();
+    let direct = time_per_call(|| {
+        calls
+            .iter()
+            .filter_map(|call| registry.run(call).now_or_never())
+            .filter(|result| !result.is_error)
+            .count()
+    });
     let cancelled = time_per_call(|| (0..1000).filter(|_| !signal.is_cancelled()).count());
     println!("\n# per-call pieces outside the loop (ns per call, median)");
     println!("pi_tool::prepare_call, valid echo args (W1):    {valid:>7.0}");
@@ -539,6 +553,7 @@ fn parts() {
         "execute_prepared(echo) incl. ToolContext::new:  {execute:>7.0}  (cloning the args would add: {clone_args:.0})"
     );
     println!("CancellationToken::is_cancelled:                {cancelled:>7.0}");
+    println!("ToolRegistry::run(echo), the whole pipeline:    {direct:>7.0}");
 }
 
 fn fmt_num(x: f64, decimals: usize) -> String {

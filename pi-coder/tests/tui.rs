@@ -170,11 +170,6 @@ impl Pane {
         self.tmux(&["capture-pane", "-p", "-t", "pi"])
     }
 
-    /// The screen with the scrollback.
-    fn everything(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "pi", "-S", "-"])
-    }
-
     /// Waits until the screen satisfies `check`; the screen then.
     fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + DEADLINE;
@@ -479,15 +474,19 @@ fn escape_stops_a_turn_and_typing_while_working_steers_or_follows_up() {
     pane.type_text("SLOW two");
     pane.keys(&["Enter"]);
     pane.wait_for("word1");
-    pane.type_text("steer now");
+    pane.type_text("SLOW steered");
     pane.keys(&["Enter"]);
     pane.type_text("after that");
     pane.keys(&["M-Enter"]);
     let screen = pane.wait_for("Follow-up: after that");
-    assert!(screen.contains("Steering: steer now"), "{screen}");
+    assert!(screen.contains("Steering: SLOW steered"), "{screen}");
+    // The footer follows each answer within the turn: the first answer's usage is there while
+    // the steered one still streams (the two stopped ones had none).
+    pane.wait_until("the footer during the turn", |s| {
+        s.contains("↑200 ↓40 ") && s.contains("Working...")
+    });
     pane.wait_for("Echo: after that");
-    let screen = pane.everything();
-    assert!(screen.contains("Echo: steer now"), "{screen}");
+    pane.wait_for("↑600 ↓120 ");
     let sent: Vec<String> = prompts(&server).iter().map(text_of).collect();
     assert_eq!(
         sent,
@@ -495,7 +494,7 @@ fn escape_stops_a_turn_and_typing_while_working_steers_or_follows_up() {
             "SLOW one",
             "SLOW again",
             "SLOW two",
-            "steer now",
+            "SLOW steered",
             "after that"
         ]
     );

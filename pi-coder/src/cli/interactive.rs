@@ -124,36 +124,11 @@ pub(crate) struct FooterParts {
 
 /// The footer's parts (see [`footer`]).
 pub(crate) fn footer_parts(agent: &CodingAgent, name_provider: bool) -> FooterParts {
-    let usage = agent.session_usage();
-    let mut stats = Vec::new();
-    for (mark, count) in [
-        ("↑", usage.input),
-        ("↓", usage.output),
-        ("R", usage.cache_read),
-        ("W", usage.cache_write),
-    ] {
-        if count > 0 {
-            stats.push(format!("{mark}{}", format_tokens(count)));
-        }
-    }
-    if usage.cost.total > 0.0 {
-        stats.push(format!("${:.3}", usage.cost.total));
-    }
-    let auto = if agent.compaction_settings().enabled {
-        " (auto)"
-    } else {
-        ""
-    };
-    match agent.context_usage() {
-        Some(context) => {
-            let window = format_tokens(context.context_window);
-            stats.push(match context.percent {
-                Some(percent) => format!("{percent:.1}%/{window}{auto}"),
-                None => format!("?/{window}{auto}"),
-            });
-        }
-        None => stats.push(format!("?/0{auto}")),
-    }
+    let stats = footer_stats(
+        &agent.session_usage(),
+        agent.context_usage(),
+        agent.compaction_settings().enabled,
+    );
     let mut cwd = agent.cwd().display().to_string();
     if let Some(home) = std::env::var_os("HOME").map(|h| h.to_string_lossy().into_owned())
         && !home.is_empty()
@@ -175,11 +150,42 @@ pub(crate) fn footer_parts(agent: &CodingAgent, name_provider: bool) -> FooterPa
     if name_provider {
         model = format!("({}) {model}", info.provider);
     }
-    FooterParts {
-        cwd,
-        stats: stats.join(" "),
-        model,
+    FooterParts { cwd, stats, model }
+}
+
+/// The footer's middle: the session's tokens (`↑` input, `↓` output, `R`/`W` cache) and cost,
+/// then the context used of the model's window (`(auto)`: compaction is on).
+pub(crate) fn footer_stats(
+    usage: &pi_tool::Usage,
+    context: Option<crate::agent::ContextUsage>,
+    auto_compaction: bool,
+) -> String {
+    let mut stats = Vec::new();
+    for (mark, count) in [
+        ("↑", usage.input),
+        ("↓", usage.output),
+        ("R", usage.cache_read),
+        ("W", usage.cache_write),
+    ] {
+        if count > 0 {
+            stats.push(format!("{mark}{}", format_tokens(count)));
+        }
     }
+    if usage.cost.total > 0.0 {
+        stats.push(format!("${:.3}", usage.cost.total));
+    }
+    let auto = if auto_compaction { " (auto)" } else { "" };
+    match context {
+        Some(context) => {
+            let window = format_tokens(context.context_window);
+            stats.push(match context.percent {
+                Some(percent) => format!("{percent:.1}%/{window}{auto}"),
+                None => format!("?/{window}{auto}"),
+            });
+        }
+        None => stats.push(format!("?/0{auto}")),
+    }
+    stats.join(" ")
 }
 
 /// pi's `formatTokens` for the footer: `999`, `1.2k`, `45k`, `1.5M`.

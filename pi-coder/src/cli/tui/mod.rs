@@ -110,9 +110,32 @@ struct Ui {
     screen: Screen,
     last_draw: Instant,
     dirty: bool,
+    /// While a turn runs: the session's usage so far, the model's window and whether
+    /// compaction is on, so the footer follows each answer within the turn.
+    live_usage: Option<(pi_tool::Usage, u64, bool)>,
 }
 
 impl Ui {
+    /// An answer ended within the turn: its usage into the footer (the agent, busy with the
+    /// turn, is asked again when it ends).
+    fn answered(&mut self, usage: &pi_tool::Usage) {
+        let Some((total, window, auto)) = &mut self.live_usage else {
+            return;
+        };
+        total.add(usage);
+        let tokens = if usage.total_tokens > 0 {
+            usage.total_tokens
+        } else {
+            usage.input + usage.output + usage.cache_read + usage.cache_write
+        };
+        let context = (*window > 0).then(|| crate::agent::ContextUsage {
+            tokens: Some(tokens),
+            context_window: *window,
+            percent: Some(tokens as f64 / *window as f64 * 100.0),
+        });
+        self.footer.stats = crate::cli::interactive::footer_stats(total, context, *auto);
+    }
+
     fn look(&self, width: usize) -> Look {
         Look {
             width,
@@ -462,6 +485,11 @@ impl Observer for UiObserver<'_> {
     fn agent_event(&mut self, event: &AgentEvent) {
         let mut ui = self.ui.borrow_mut();
         ui.conversation.event(event);
+        if let AgentEvent::MessageEnd { message } = event
+            && let Some(assistant) = message.as_assistant()
+        {
+            ui.answered(&assistant.usage);
+        }
         ui.draw_soon();
     }
 
@@ -583,6 +611,7 @@ pub(super) async fn run(
         screen: Screen::default(),
         last_draw: Instant::now(),
         dirty: false,
+        live_usage: None,
     });
     {
         let mut ui = ui.borrow_mut();
@@ -681,6 +710,11 @@ async fn turn(
     {
         let mut ui = ui.borrow_mut();
         ui.working = Some(Instant::now());
+        ui.live_usage = Some((
+            setup.agent.session_usage(),
+            setup.agent.model_info().context_window,
+            setup.agent.compaction_settings().enabled,
+        ));
         ui.draw();
     }
     let mut quit = false;
@@ -730,6 +764,7 @@ async fn turn(
     }
     let mut ui = ui.borrow_mut();
     ui.working = None;
+    ui.live_usage = None;
     ui.question = None;
     if signal.is_cancelled() {
         // As pi does: what was queued for the stopped turn comes back into the editor (before

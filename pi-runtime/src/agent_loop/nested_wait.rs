@@ -278,7 +278,8 @@ impl NestedRecords {
             return self.answered(root, call, result);
         }
         if resume.started.contains(&call.id) && replay_policy == Some(Replay::Never) {
-            let result = ToolResult::error(interrupted_message(&call.name, &call.id));
+            let result =
+                ToolResult::error(interrupted_after_approval_message(&call.name, &call.id));
             return self.answered(root, call, result);
         }
         Replayed::Run
@@ -348,6 +349,17 @@ pub(super) fn record_finish(resume: Option<&NestedResume>, call: &ToolCall, resu
             call.id
         );
     }
+}
+
+/// The error of a nested call made after an approved one, interrupted by a crash, whose tool
+/// must not run twice.
+fn interrupted_after_approval_message(tool: &str, id: &str) -> String {
+    format!(
+        "Tool {tool} was interrupted: the process stopped after the call {id} (made from code \
+         after an approved call) started and before its result was recorded, and the tool must \
+         not run twice (replay = \"never\"), so it was not run again. Whether it took effect is \
+         unknown; check before retrying."
+    )
 }
 
 /// The result a nested call gets when it pauses the run (the outer call's result is not

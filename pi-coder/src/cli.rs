@@ -611,7 +611,17 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         waiting::Deciding::Nobody
     };
     let prompt_follows = first.is_some() || !messages.is_empty();
-    if let Some(code) = waiting::settle(&mut setup, deciding, prompt_follows, print_mode).await {
+    let json = mode == Mode::Json;
+    if json {
+        // First, before the events of a paused run that goes on.
+        print::JsonLines::header(&setup);
+    }
+    let output = waiting::Output {
+        print_mode,
+        json,
+        prompt_follows,
+    };
+    if let Some(code) = waiting::settle(&mut setup, deciding, output).await {
         return Ok(code);
     }
     if print_mode {
@@ -628,7 +638,7 @@ async fn start(args: Args) -> Result<ExitCode, String> {
                     .into(),
             );
         }
-        return Ok(print::run(&mut setup, prompts, mode == Mode::Json).await);
+        return Ok(print::run(&mut setup, prompts, json).await);
     }
     if use_tui {
         return tui::run(&mut setup, first, messages, questions).await;

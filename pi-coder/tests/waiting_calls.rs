@@ -312,3 +312,61 @@ fn in_json_mode_the_waiting_command_and_the_pause_are_events() {
     assert!(!events.iter().any(|e| e["type"] == "tool_execution_end"));
     assert!(!project.path().join("created-by-pi").exists());
 }
+
+/// The JSON lines of a `pi --mode json` run's stdout.
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"))
+        })
+        .collect()
+}
+
+#[test]
+fn in_json_mode_pi_c_gives_the_resumed_run_s_events_as_json_on_stdout() {
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let marker = project.path().join("created-by-pi");
+    let first = pi(&server.address, project.path(), sessions.path())
+        .args(["--mode", "json", "-p", "run it"])
+        .output()
+        .expect("run pi");
+    assert_eq!(first.status.code(), Some(3));
+
+    // `pi -c --yes` in JSON mode: the header, then the resumed run's events, as every run's.
+    let resumed = pi(&server.address, project.path(), sessions.path())
+        .args(["-c", "--yes", "--mode", "json"])
+        .output()
+        .expect("run pi");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(marker.exists(), "the approved command ran");
+    let events = json_lines(&resumed.stdout);
+    let shown = format!("{events:#?}");
+    assert_eq!(events[0]["type"], "session", "{shown}");
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "session").count(),
+        1,
+        "{shown}"
+    );
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {shown}"));
+    assert_eq!(end["toolName"], "bash");
+    assert_eq!(end["isError"], false, "{shown}");
+    assert!(
+        events.iter().any(|e| e["type"] == "message_end"
+            && e["message"]["role"] == "assistant"
+            && e["message"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Saw:"))),
+        "{shown}"
+    );
+    assert!(events.iter().any(|e| e["type"] == "agent_end"), "{shown}");
+    // Nothing of the run went to the text renderer on stderr.
+    assert!(!stderr.contains("✓ bash"), "{stderr}");
+    assert_eq!(server.seen().len(), 2);
+}

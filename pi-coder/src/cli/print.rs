@@ -14,12 +14,24 @@ use crate::compaction::CompactionReason;
 use crate::events::{CompactionEnd, Observer, PiJson};
 use crate::render::Renderer;
 
-/// Writes every event as pi's JSON, one line each, on stdout.
-struct JsonLines {
+/// Writes every event as pi's JSON, one line each, on stdout: the events of JSON mode's
+/// prompts, and of the paused run `pi -c` goes on with before them.
+pub(super) struct JsonLines {
     encoder: PiJson,
 }
 
 impl JsonLines {
+    pub(super) fn new() -> Self {
+        JsonLines {
+            encoder: PiJson::new(),
+        }
+    }
+
+    /// JSON mode's first line: the session header, before any event.
+    pub(super) fn header(setup: &Setup) {
+        JsonLines::line(setup.agent.session_state().header());
+    }
+
     fn line(value: &serde_json::Value) {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{value}");
@@ -47,13 +59,9 @@ impl Observer for JsonLines {
 
 /// Runs the prompts and exits: 0, or 1 when an answer failed (its error on stderr), 130
 /// after Ctrl-C, [`EXIT_APPROVAL_NEEDED`] when a command waits for approval nobody can give here.
+/// In JSON mode the session header is already out ([`JsonLines::header`]).
 pub(super) async fn run(setup: &mut Setup, prompts: Vec<Vec<Content>>, json: bool) -> ExitCode {
-    let mut json_lines = JsonLines {
-        encoder: PiJson::new(),
-    };
-    if json {
-        JsonLines::line(setup.agent.session_state().header());
-    }
+    let mut json_lines = JsonLines::new();
     let mut stderr = std::io::stderr();
     let mut nowhere = std::io::sink();
     let mut refused = false;

@@ -10,8 +10,10 @@ use std::process::ExitCode;
 use pi_runtime::StopReason;
 use pi_tool::CancellationToken;
 
+use super::print::JsonLines;
 use super::{EXIT_APPROVAL_NEEDED, Setup, parse_answer};
 use crate::agent::command_of;
+use crate::events::Observer;
 use crate::render::Renderer;
 
 /// How the waiting calls of a continued session are decided.
@@ -25,15 +27,31 @@ pub(super) enum Deciding {
     Nobody,
 }
 
+/// Where the resumed run's output goes, as for the prompts after it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Output {
+    /// Print mode (`-p`, piped, JSON mode): the answer's text is printed at the end, not
+    /// streamed.
+    pub(super) print_mode: bool,
+    /// JSON mode: the run's events are JSON lines on stdout (the header is already out).
+    pub(super) json: bool,
+    /// Prompts follow the resumed run.
+    pub(super) prompt_follows: bool,
+}
+
 /// Settles the waiting calls of a continued session and goes on with its paused run.
 /// `Some(code)` when pi stops here: the calls still wait (nobody to ask), the resumed run
 /// paused again or failed, or it went on and no prompt follows (print mode prints its answer).
 pub(super) async fn settle(
     setup: &mut Setup,
     deciding: Deciding,
-    prompt_follows: bool,
-    print_mode: bool,
+    output: Output,
 ) -> Option<ExitCode> {
+    let Output {
+        print_mode,
+        json,
+        prompt_follows,
+    } = output;
     let waiting = setup.agent.waiting_calls().to_vec();
     if waiting.is_empty() {
         return None;
@@ -78,10 +96,12 @@ pub(super) async fn settle(
         &mut stdout
     };
     let mut renderer = Renderer::new(out, &mut stderr);
+    let mut json_lines = JsonLines::new();
+    let observer: &mut dyn Observer = if json { &mut json_lines } else { &mut renderer };
     let decide = |call: &pi_runtime::WaitingCall| approved.get(&call.id).copied().unwrap_or(false);
     let resumed = setup
         .agent
-        .resume_waiting(decide, CancellationToken::new(), &mut renderer)
+        .resume_waiting(decide, CancellationToken::new(), observer)
         .await?;
     let outcome = match resumed {
         Ok(outcome) => outcome,
@@ -101,6 +121,10 @@ pub(super) async fn settle(
             eprintln!("{message}");
         }
         return Some(ExitCode::FAILURE);
+    }
+    if json && !prompt_follows {
+        // Every event is out.
+        return Some(ExitCode::SUCCESS);
     }
     if print_mode && !prompt_follows {
         // What print mode prints: the last answer's text blocks.

@@ -640,6 +640,19 @@ fn model_and_resume_selectors_save_and_resume_and_help_lists_providers() {
     assert_eq!(settings["defaultProvider"], "mock");
     assert_eq!(settings["defaultModel"], "mock-two");
     assert_eq!(settings["theme"], "dark");
+    // Ctrl+P: the next model, and the next.
+    pane.keys(&["C-p"]);
+    pane.wait_for("Model: mock/mock-model");
+    pane.keys(&["C-p"]);
+    pane.wait_until("back to mock-two", |s| {
+        s.matches("Model: mock/mock-two").count() == 2
+    });
+    // `/` lists the commands that start so; Tab takes one.
+    pane.type_text("/th");
+    pane.wait_for("→ /thinking");
+    pane.keys(&["Tab"]);
+    pane.wait_editor("/thinking");
+    pane.keys(&["C-u"]);
     // Shift+Tab changes the thinking level, saved too.
     pane.keys(&["BTab"]);
     pane.wait_for("Thinking level: minimal");

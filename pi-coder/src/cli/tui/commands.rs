@@ -17,6 +17,22 @@ use crate::cli::Setup;
 use crate::cli::interactive::{FooterParts, footer_parts, session_info};
 use crate::session::Session;
 
+/// The commands, for the list that `/` opens.
+pub(super) const NAMES: &[&str] = &[
+    "/compact",
+    "/exit",
+    "/export",
+    "/help",
+    "/hotkeys",
+    "/model",
+    "/name",
+    "/new",
+    "/quit",
+    "/resume",
+    "/session",
+    "/thinking",
+];
+
 /// The footer's parts for the agent as it is now.
 pub(super) fn footer(setup: &Setup) -> FooterParts {
     let providers: std::collections::BTreeSet<&str> = setup
@@ -70,7 +86,7 @@ pub(super) async fn run(
         "/quit" | "/exit" => return Some(Flow::Quit),
         "/help" | "/hotkeys" => note(
             ui,
-            "Commands: /session, /compact [instructions], /model [pattern], /thinking [level], /new, /resume, /export [file], /name <name>, /quit\n!command runs a shell command and puts its output in the context; !!command runs it only.\nKeys: Enter sends (while the agent works: steers it), Alt+Enter queues a follow-up, Shift+Enter or Ctrl+J adds a line, Escape stops the turn, Ctrl+C clears the editor and twice quits, Ctrl+D quits on an empty editor, Up/Down browse the history, Tab completes a path, @ lists the project's files, Ctrl+O expands tool output, Ctrl+T hides thinking, Shift+Tab changes the thinking level, Ctrl+L picks the model; Ctrl+A/E/K/U/W/Y, Alt+B/F/D edit the line.",
+            "Commands: /session, /compact [instructions], /model [pattern], /thinking [level], /new, /resume, /export [file], /name <name>, /quit\n!command runs a shell command and puts its output in the context; !!command runs it only.\nKeys: Enter sends (while the agent works: steers it), Alt+Enter queues a follow-up, Shift+Enter or Ctrl+J adds a line, Escape stops the turn, Ctrl+C clears the editor and twice quits, Ctrl+D quits on an empty editor, Up/Down browse the history, Tab completes a path, @ lists the project's files, Ctrl+O expands tool output, Ctrl+T hides thinking, Shift+Tab changes the thinking level, Ctrl+L picks the model, Ctrl+P switches to the next; Ctrl+A/E/K/U/W/Y, Alt+B/F/D edit the line.",
         ),
         "/session" => note(ui, session_info(&setup.agent)),
         "/compact" => {
@@ -275,6 +291,33 @@ pub(super) fn open_model_selector(setup: &Setup, ui: &RefCell<Ui>) {
         Selector::new("Select model", shown, at),
         Purpose::Model(choices),
     ));
+}
+
+/// Ctrl+P: the next model of the `--models` set, else of every model with a key (saved).
+pub(super) fn cycle_model(setup: &mut Setup, ui: &RefCell<Ui>) {
+    let choices: Vec<(crate::models::ModelInfo, Option<ThinkingLevel>)> = if setup.scoped.is_empty()
+    {
+        setup
+            .registry
+            .available()
+            .into_iter()
+            .map(|m| (m.clone(), None))
+            .collect()
+    } else {
+        setup.scoped.clone()
+    };
+    if choices.len() <= 1 {
+        note(ui, "No other model to switch to");
+        return;
+    }
+    let current = setup.agent.model_info();
+    let at = choices
+        .iter()
+        .position(|(m, _)| m.provider == current.provider && m.id == current.id)
+        .map_or(0, |i| (i + 1) % choices.len());
+    let (info, level) = choices[at].clone();
+    switch_model(setup, ui, info, level);
+    ui.borrow_mut().footer = footer(setup);
 }
 
 /// A selector's choice.

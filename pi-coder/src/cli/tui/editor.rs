@@ -158,8 +158,6 @@ impl Editor {
             KeyCode::Char('d') if ctrl => self.delete(),
             KeyCode::Up => self.up(),
             KeyCode::Down => self.down(),
-            KeyCode::Char('p') if ctrl => self.up(),
-            KeyCode::Char('n') if ctrl => self.down(),
             KeyCode::Char(c) if !ctrl && !alt => {
                 let mut buffer = [0u8; 4];
                 self.insert(c.encode_utf8(&mut buffer));

@@ -77,6 +77,8 @@ enum Action {
     CycleThinking,
     /// Open the model selector (Ctrl+L).
     SelectModel,
+    /// The next model (Ctrl+P).
+    CycleModel,
     /// A selector's choice.
     Chosen(Purpose, usize),
 }
@@ -388,6 +390,7 @@ impl Ui {
                 Action::None
             }
             KeyCode::Char('l') if ctrl => Action::SelectModel,
+            KeyCode::Char('p') if ctrl => Action::CycleModel,
             _ => {
                 if self.editor.key(key) == Edit::Changed {
                     self.update_completion();
@@ -397,8 +400,24 @@ impl Ui {
         }
     }
 
-    /// The `@` list follows what is typed after `@`.
+    /// The `@` list follows what is typed after `@`; a `/` at the start lists the commands.
     fn update_completion(&mut self) {
+        let text = self.editor.text();
+        if text.starts_with('/') && !text.contains(char::is_whitespace) {
+            let items: Vec<String> = commands::NAMES
+                .iter()
+                .filter(|name| name.starts_with(&text) && **name != text)
+                .map(|name| (*name).to_owned())
+                .collect();
+            self.completion = (!items.is_empty()).then(|| Completion {
+                items,
+                selected: 0,
+                replace: self.editor.before_cursor().len(),
+                at: false,
+                common: None,
+            });
+            return;
+        }
         match complete::at_query(self.editor.before_cursor()).map(str::to_owned) {
             Some(query) => {
                 let items = self.files.matches(&self.cwd, &query);
@@ -626,7 +645,7 @@ pub(super) async fn run(
             Style::default().bold(),
         );
         ui.conversation.note(
-            "escape interrupts · ctrl+c clears, twice quits · ctrl+d quits · / commands · ! runs bash · ctrl+j new line · alt+enter queues a follow-up · ctrl+o expands tools · ctrl+t hides thinking · shift+tab thinking level · ctrl+l model · tab and @ complete paths",
+            "escape interrupts · ctrl+c clears, twice quits · ctrl+d quits · / commands · ! runs bash · ctrl+j new line · alt+enter queues a follow-up · ctrl+o expands tools · ctrl+t hides thinking · shift+tab thinking level · ctrl+l/ctrl+p model · tab and @ complete paths",
             gray,
         );
         let transcript = setup.agent.transcript().to_vec();
@@ -678,6 +697,10 @@ pub(super) async fn run(
             }
             Action::SelectModel => {
                 commands::open_model_selector(setup, &ui);
+                Flow::Go
+            }
+            Action::CycleModel => {
+                commands::cycle_model(setup, &ui);
                 Flow::Go
             }
             Action::Chosen(purpose, index) => {
@@ -741,7 +764,10 @@ async fn turn(
                             signal.cancel();
                         }
                         Action::Submit(_) | Action::None => {}
-                        Action::CycleThinking | Action::SelectModel | Action::Chosen(..) => {
+                        Action::CycleThinking
+                        | Action::SelectModel
+                        | Action::CycleModel
+                        | Action::Chosen(..) => {
                             ui.notice = Some("Wait for the answer to end (or press Escape) first".into());
                         }
                     }

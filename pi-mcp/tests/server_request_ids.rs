@@ -1,7 +1,8 @@
 //! A JSON-RPC request id stays taken in its session until its call has really finished: a
 //! client that disconnects mid-call (or cancels it) and sends the same id again never gets
-//! the old call's answer for the new request. Spoken to in raw HTTP/1.1 over 127.0.0.1, so
-//! the disconnect is a real one.
+//! the old call's answer for the new request; and it is free by the time the client has read
+//! the answer, so reusing it at once is never refused. Spoken to in raw HTTP/1.1 over
+//! 127.0.0.1, so the disconnect is a real one.
 
 mod server_support;
 
@@ -66,10 +67,17 @@ async fn hold(tag: String, gates: State<Arc<Gates>>, ctx: ToolContext) -> String
     answer
 }
 
+/// Says `text` back at once.
+#[tool]
+async fn echo(text: String) -> String {
+    text
+}
+
 async fn serve() -> (String, Arc<Gates>) {
     let gates = Arc::new(Gates::default());
     let registry = ToolRegistry::new()
         .with(HoldTool)
+        .with(EchoTool)
         .with_state(Arc::clone(&gates));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
@@ -339,4 +347,76 @@ async fn a_cancelled_id_stays_taken_until_its_call_ended() {
         messages(&first).iter().all(|m| m["id"] != 9),
         "answered after its cancel: {first:?}"
     );
+}
+
+/// Sends request `id` (a call of `echo` saying `text`) over `stream` and reads only until its
+/// answer arrived, as a client that goes on at once does: the SSE stream may still be open.
+async fn answer_as_soon_as_it_arrives(
+    mut stream: TcpStream,
+    address: &str,
+    session: &str,
+    id: u64,
+    text: &str,
+) -> Result<String, String> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"text": text}}})
+    .to_string();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\n");
+    for (name, value) in headers(Some(session)) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buffer))
+            .await
+            .expect("the server answers within 30 s")
+            .unwrap();
+        assert!(
+            read > 0,
+            "closed before answering: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&seen);
+        // A plain JSON body (a refusal from the id check) or an SSE `data:` line, whole.
+        let (_, body) = text.split_once("\r\n\r\n").unwrap_or_default();
+        let answer = serde_json::from_str::<Value>(body).ok().or_else(|| {
+            body.lines()
+                .filter_map(|line| line.trim().strip_prefix("data:"))
+                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                .find(|message| message["id"] == id)
+        });
+        if let Some(message) = answer {
+            return match message.get("error") {
+                Some(error) => Err(error["message"].as_str().unwrap_or_default().to_owned()),
+                None => Ok(message["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()),
+            };
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_is_free_as_soon_as_its_answer_has_arrived() {
+    let (address, _gates) = serve().await;
+    let session = session(&address).await;
+    // The next connection is open before the answer comes, so the next request follows the
+    // answer as closely as a client can.
+    let mut next = TcpStream::connect(&address).await.unwrap();
+    for call in 0..500 {
+        let stream = next;
+        next = TcpStream::connect(&address).await.unwrap();
+        let text = format!("call {call}");
+        let answered = answer_as_soon_as_it_arrives(stream, &address, &session, 3, &text).await;
+        assert_eq!(
+            answered.as_deref(),
+            Ok(text.as_str()),
+            "call {call} with an id whose previous call had answered"
+        );
+    }
 }

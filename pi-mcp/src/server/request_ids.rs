@@ -1,5 +1,6 @@
 //! The JSON-RPC request ids in flight in each HTTP session: an id stays taken until its call's
-//! answer has been handed to rmcp's session, whatever the client did meanwhile.
+//! answer has been routed by rmcp's session, whatever the client did meanwhile, and is free
+//! before the client can have that answer.
 //!
 //! rmcp routes an answer to the request stream registered under its id, and replaces the
 //! registration when a request with the same id comes: a client that hung up on a call (or
@@ -9,9 +10,21 @@
 //! client's `notifications/cancelled` cancels the call here (its token) and is handed to rmcp
 //! only when the call has ended: its answer is then dropped (the spec's "should not respond"),
 //! rmcp closes the old stream, and only then is the id free.
+//!
+//! An answered id is freed by whichever comes first: the request's stream handing the answer
+//! on towards the client (rmcp's session has routed it then: it handles one event at a time,
+//! so a request reusing the id is registered after the answer left), or the session's
+//! transport once rmcp's session took the answer (the client hung up: no stream reads it).
+//! Freeing it only in the transport let a client that reused the id right after reading the
+//! answer be refused: the answer reaches the client while the transport's task still waits to
+//! be woken. Each taking of an id has its own [`Ticket`], so the later of the two frees never
+//! frees a new request that reused the id in between.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::{Stream, StreamExt};
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -19,6 +32,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
@@ -27,12 +41,18 @@ use tokio_util::sync::CancellationToken;
 #[derive(Default)]
 pub(crate) struct RequestIds {
     sessions: Mutex<HashMap<SessionId, HashMap<RequestId, Flight>>>,
+    tickets: AtomicU64,
 }
 
-/// One request in flight: the token of its call once the handler runs it, and the client's
-/// cancel of it, if any (handed to rmcp once the call ended).
-#[derive(Default)]
+/// One taking of a request id: a release names it, so it frees that request's id and never a
+/// later request's that reused the id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ticket(u64);
+
+/// One request in flight: its ticket, the token of its call once the handler runs it, and the
+/// client's cancel of it, if any (handed to rmcp once the call ended).
 struct Flight {
+    ticket: Ticket,
     token: Option<CancellationToken>,
     cancel: Option<ClientJsonRpcMessage>,
 }
@@ -51,21 +71,34 @@ impl RequestIds {
             .is_some_and(|flights| flights.contains_key(id))
     }
 
-    /// Takes `id` in `session`; `false` when a request with it has not been answered yet.
-    pub(crate) fn take(&self, session: &SessionId, id: &RequestId) -> bool {
+    /// Takes `id` in `session`; `None` when a request with it has not been answered yet.
+    pub(crate) fn take(&self, session: &SessionId, id: &RequestId) -> Option<Ticket> {
         let mut sessions = self.lock();
         let flights = sessions.entry(session.clone()).or_default();
         if flights.contains_key(id) {
-            return false;
+            return None;
         }
-        flights.insert(id.clone(), Flight::default());
-        true
+        let ticket = Ticket(self.tickets.fetch_add(1, Ordering::Relaxed));
+        flights.insert(
+            id.clone(),
+            Flight {
+                ticket,
+                token: None,
+                cancel: None,
+            },
+        );
+        Some(ticket)
     }
 
-    /// Frees `id` in `session`: its answer has gone to rmcp's session (or it never got there).
-    pub(crate) fn release(&self, session: &SessionId, id: &RequestId) {
+    /// Frees `id` in `session` if `ticket` still holds it: its answer has been routed by rmcp's
+    /// session (or the request never got there).
+    pub(crate) fn release(&self, session: &SessionId, id: &RequestId, ticket: Ticket) {
         let mut sessions = self.lock();
-        if let Some(flights) = sessions.get_mut(session) {
+        if let Some(flights) = sessions.get_mut(session)
+            && flights
+                .get(id)
+                .is_some_and(|flight| flight.ticket == ticket)
+        {
             flights.remove(id);
         }
     }
@@ -99,10 +132,16 @@ impl RequestIds {
         true
     }
 
-    /// The client's cancel of `id`, if it sent one.
-    fn cancel_of(&self, session: &SessionId, id: &RequestId) -> Option<ClientJsonRpcMessage> {
+    /// The ticket of the request `id` being answered, and the client's cancel of it if it sent
+    /// one; `None` when no request with `id` is in flight in `session`.
+    fn answering(
+        &self,
+        session: &SessionId,
+        id: &RequestId,
+    ) -> Option<(Ticket, Option<ClientJsonRpcMessage>)> {
         let sessions = self.lock();
-        sessions.get(session)?.get(id)?.cancel.clone()
+        let flight = sessions.get(session)?.get(id)?;
+        Some((flight.ticket, flight.cancel.clone()))
     }
 
     /// Gives the request of `context` its call's token, so a client's cancel reaches the call;
@@ -150,9 +189,32 @@ pub(crate) fn id_in_use(id: &RequestId) -> ServerJsonRpcMessage {
     )
 }
 
+/// The stream of the request `id` (taken with `ticket`), freeing the id when the request's
+/// answer comes out of it, before the answer is written to the client: rmcp's session put it
+/// there, so the answer has been routed, and the call has finished.
+pub(crate) fn freed_at_answer(
+    stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ids: Arc<RequestIds>,
+    session: SessionId,
+    id: RequestId,
+    ticket: Ticket,
+) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+    stream.inspect(move |event| {
+        let answered = match event.message.as_deref() {
+            Some(ServerJsonRpcMessage::Response(response)) => response.id == id,
+            Some(ServerJsonRpcMessage::Error(error)) => error.id.as_ref() == Some(&id),
+            _ => false,
+        };
+        if answered {
+            ids.release(&session, &id, ticket);
+        }
+    })
+}
+
 /// A session's transport, freeing each request's id once its answer has been handed to the
-/// session (rmcp's worker has routed it when `send` returns), or, for a request the client
-/// cancelled, once its cancel has been handed over in place of the answer.
+/// session (rmcp's worker has routed it when `send` returns) if the request's stream did not
+/// free it first ([`freed_at_answer`]), or, for a request the client cancelled, once its cancel
+/// has been handed over in place of the answer.
 pub(crate) struct ReleasingTransport<T> {
     inner: T,
     session: SessionId,
@@ -188,9 +250,12 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for ReleasingTransport<T> {
             ServerJsonRpcMessage::Error(error) => error.id.clone(),
             _ => None,
         };
-        let cancel = answered
+        // Read before the answer goes in, while the id is still this request's.
+        let (ticket, cancel) = answered
             .as_ref()
-            .and_then(|id| self.ids.cancel_of(&self.session, id));
+            .and_then(|id| self.ids.answering(&self.session, id))
+            .unzip();
+        let cancel = cancel.flatten();
         // A cancelled request's answer is not sent; its cancel goes to rmcp, which closes the
         // request's stream (the session handles its messages in order, so a request that
         // reuses the id after the release comes after it).
@@ -211,8 +276,8 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for ReleasingTransport<T> {
                     Ok(())
                 }
             };
-            if let Some(id) = answered {
-                ids.release(&session, &id);
+            if let (Some(id), Some(ticket)) = (answered, ticket) {
+                ids.release(&session, &id, ticket);
             }
             result
         }
@@ -225,5 +290,30 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for ReleasingTransport<T> {
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.ids.forget(&self.session);
         self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_release_of_an_answered_request_leaves_the_id_s_new_request_taken() {
+        let ids = RequestIds::default();
+        let session: SessionId = Arc::from("session");
+        let id = RequestId::Number(3);
+        let first = ids.take(&session, &id).expect("a free id");
+        assert_eq!(ids.take(&session, &id), None, "taken until answered");
+        // The stream frees it when the answer comes out; the client reuses the id at once.
+        ids.release(&session, &id, first);
+        let second = ids.take(&session, &id).expect("free once answered");
+        // The first call's transport frees it too, once rmcp took its answer: too late now.
+        ids.release(&session, &id, first);
+        assert!(
+            ids.is_taken(&session, &id),
+            "the second request's id was freed"
+        );
+        ids.release(&session, &id, second);
+        assert!(!ids.is_taken(&session, &id));
     }
 }

@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 
 use super::auth::VerifiedToken;
-use super::request_ids::{ReleasingTransport, RequestIds, id_in_use};
+use super::request_ids::{ReleasingTransport, RequestIds, freed_at_answer, id_in_use};
 
 /// The channel capacity of a session (rmcp's default is 16): the cache of events kept for its
 /// standalone stream, allocated when the session is made, and its queue of client messages. A
@@ -220,21 +220,27 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        if let ClientJsonRpcMessage::Request(request) = &message
-            && !self.ids.take(id, &request.id)
-        {
-            let refusal = ServerSseMessage::from_message(id_in_use(&request.id));
-            return Ok(futures_util::stream::iter([refusal]).right_stream());
-        }
-        let request_id = match &message {
-            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+        let taken = match &message {
+            ClientJsonRpcMessage::Request(request) => match self.ids.take(id, &request.id) {
+                Some(ticket) => Some((request.id.clone(), ticket)),
+                None => {
+                    let refusal = ServerSseMessage::from_message(id_in_use(&request.id));
+                    return Ok(futures_util::stream::iter([refusal]).right_stream());
+                }
+            },
             _ => None,
         };
-        match self.local.create_stream(id, message).await {
-            Ok(stream) => Ok(stream.left_stream()),
-            Err(err) => {
-                if let Some(request_id) = request_id {
-                    self.ids.release(id, &request_id);
+        match (self.local.create_stream(id, message).await, taken) {
+            (Ok(stream), Some((request_id, ticket))) => {
+                let ids = Arc::clone(&self.ids);
+                Ok(freed_at_answer(stream, ids, id.clone(), request_id, ticket)
+                    .left_stream()
+                    .left_stream())
+            }
+            (Ok(stream), None) => Ok(stream.right_stream().left_stream()),
+            (Err(err), taken) => {
+                if let Some((request_id, ticket)) = taken {
+                    self.ids.release(id, &request_id, ticket);
                 }
                 Err(err.into())
             }

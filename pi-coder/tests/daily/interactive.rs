@@ -1,4 +1,4 @@
-//! Interactive mode in a pseudo-terminal: pi's commands (`/session`, `/compact`, `/model`,
+//! Interactive mode in a pseudo-terminal (`TERM=dumb`: the line prompt): pi's commands (`/session`, `/compact`, `/model`,
 //! `/thinking`, `/new`, `/resume`, `/export`, `/quit`), `!command` and `!!command`, the footer
 //! with tokens, cost and context, and Ctrl-C aborting a turn while the session goes on.
 
@@ -25,7 +25,10 @@ impl Terminal {
     fn start(command: &mut std::process::Command) -> Terminal {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         let slave = std::fs::File::from(pty.slave);
+        // The line prompt, which a plain terminal keeps (tests/tui.rs drives the terminal
+        // interface that a terminal with a TERM gets).
         let child = command
+            .env("TERM", "dumb")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave))

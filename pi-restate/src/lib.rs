@@ -8,9 +8,9 @@ mod error;
 mod inbox;
 mod journal;
 pub mod local;
+pub mod loopback_http;
 #[cfg(test)]
 mod probe_tool;
-pub mod loopback_http;
 mod remote_tool;
 mod serve;
 mod session;

@@ -130,6 +130,12 @@ pub trait RunClaim: Send + Sync {
 
     /// Records the result of the decided call `id`.
     ///
+    /// This need not be durable against a power cut by itself (a store may make it durable with
+    /// its next [`call_started`](Self::call_started), [`paused`](Self::paused) or
+    /// [`ended`](Self::ended)), as long as nothing recorded after it is kept without it: a
+    /// result lost with a power cut leaves the call started and not finished, which a resume
+    /// treats as interrupted. It must survive a kill of the process.
+    ///
     /// # Errors
     ///
     /// The store failed.

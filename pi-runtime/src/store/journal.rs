@@ -170,11 +170,12 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// Appends `lines` after the first `bytes_before` bytes of the transcript (dropping any
     /// bytes after them) and replaces the header, as one atomic step for the header.
     ///
-    /// `durable`: the record must survive a power cut before this returns (a call's start,
-    /// its result, a pause, an end). Other records (decisions, a turn's messages) may wait for
-    /// the next durable one, as long as no later record is kept without them: losing them with
-    /// a power cut loses nothing a resume needs (no call started after them yet, and the
-    /// results are in the header's `finished`).
+    /// `durable`: the record must survive a power cut before this returns (a call's start, a
+    /// pause, an end). Other records (decisions, a call's result, a turn's messages) may wait
+    /// for the next durable one, as long as no later record is kept without them: a power cut
+    /// loses them together with everything after them, so the run is as it was at the last
+    /// durable record (a call started there and not finished is interrupted, as after a crash
+    /// during it).
     fn append(
         &self,
         run: &str,
@@ -288,8 +289,12 @@ impl<B: Backend> RunClaim for Claim<B> {
     }
 
     fn call_finished(&self, id: &str, result: &Message) -> Result<(), StoreError> {
+        // Not synced by itself: the next synced record (the next call's start, the pause or
+        // the end) makes it durable with it. A kill -9 loses nothing (the commit is with the
+        // system); a power cut before that sync leaves the call started and not finished,
+        // which a resume treats as interrupted, as after a crash during the call.
         let result = Arc::new(result.clone());
-        self.write(&[], true, |header| {
+        self.write(&[], false, |header| {
             header.state.finished.insert(id.to_owned(), result);
         })
     }
@@ -319,5 +324,84 @@ impl<B: Backend> RunClaim for Claim<B> {
             header.state.finished.clear();
             header.state.revision += 1;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend that keeps the header and lines in memory and notes which writes it was asked
+    /// to make durable.
+    struct Recording {
+        locks: tempfile::TempDir,
+        header: Mutex<String>,
+        durable: Mutex<Vec<bool>>,
+    }
+
+    impl Backend for Recording {
+        fn create(&self, _: &str, header: &str, _: &[String]) -> Result<(), StoreError> {
+            *self.header.lock().unwrap() = header.to_owned();
+            Ok(())
+        }
+        fn read(&self, _: &str) -> Result<(String, String), StoreError> {
+            Ok((self.header.lock().unwrap().clone(), String::new()))
+        }
+        fn read_header(&self, _: &str) -> Result<String, StoreError> {
+            Ok(self.header.lock().unwrap().clone())
+        }
+        fn append(
+            &self,
+            _: &str,
+            _: u64,
+            _: &[String],
+            header: &str,
+            durable: bool,
+        ) -> Result<(), StoreError> {
+            *self.header.lock().unwrap() = header.to_owned();
+            self.durable.lock().unwrap().push(durable);
+            Ok(())
+        }
+        fn lock(&self, run: &str) -> Result<RunLock, StoreError> {
+            RunLock::take(&self.locks.path().join(run), run)
+        }
+    }
+
+    #[test]
+    fn a_resume_with_one_call_syncs_only_the_call_s_start_and_the_pause() {
+        let backend = Arc::new(Recording {
+            locks: tempfile::tempdir().unwrap(),
+            header: Mutex::new(String::new()),
+            durable: Mutex::new(Vec::new()),
+        });
+        let state = RunState {
+            format: 1,
+            system_prompt: String::new(),
+            messages: Vec::new(),
+            waiting: Vec::new(),
+            nested: Default::default(),
+            activated_tools: Vec::new(),
+            requests: 0,
+            decisions: Default::default(),
+            started: Default::default(),
+            finished: Default::default(),
+            revision: 0,
+        };
+        let run = create(backend.as_ref(), &state).unwrap();
+        let claim = claim(Arc::clone(&backend), &run, &state).unwrap();
+        let answer = Arc::new(Message::user("the model's next turn"));
+        // The records a resume makes, in the loop's order.
+        claim.record_decisions(&state).unwrap();
+        claim.call_started("c1").unwrap();
+        claim
+            .call_finished("c1", &Message::user("the call's result"))
+            .unwrap();
+        claim.append(std::slice::from_ref(&answer)).unwrap();
+        claim.paused(&state).unwrap();
+        // The start is synced before the call runs; its result waits for the pause's sync.
+        assert_eq!(
+            *backend.durable.lock().unwrap(),
+            [false, true, false, false, true]
+        );
     }
 }

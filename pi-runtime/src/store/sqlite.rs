@@ -116,8 +116,9 @@ impl SqliteRunStore {
     /// Commits without waiting for the disk (SQLite's `synchronous = NORMAL` in WAL mode): a
     /// killed process loses nothing (what it wrote is with the system), so exactly once holds
     /// across a kill -9; a power cut or a system crash may lose the last records, and then a
-    /// call recorded as started may not be known as such. By default every commit is synced
-    /// (`synchronous = FULL`).
+    /// call recorded as started may not be known as such. By default the records exactly once
+    /// depends on (a call's start, a pause, an end) are synced (`synchronous = FULL`), and
+    /// the others with them (see the crate README, "What is durable when").
     ///
     /// # Errors
     ///
@@ -156,10 +157,8 @@ impl Database {
 /// The stored header of `run`.
 fn read_header(connection: &Connection, run: &str) -> Result<String, StoreError> {
     let header: Option<String> = connection
-        .query_row("SELECT header FROM runs WHERE id = ?1", [run], |row| {
-            row.get(0)
-        })
-        .optional()
+        .prepare_cached("SELECT header FROM runs WHERE id = ?1")
+        .and_then(|mut select| select.query_row([run], |row| row.get(0)).optional())
         .map_err(failed)?;
     header.ok_or_else(|| StoreError::NotFound(run.to_owned()))
 }
@@ -240,18 +239,14 @@ impl Backend for Database {
         let transaction = session.connection.transaction().map_err(failed)?;
         if !lines.is_empty() {
             transaction
-                .execute(
-                    "DELETE FROM messages WHERE run = ?1 AND offset >= ?2",
-                    params![run, bytes_before as i64],
-                )
+                .prepare_cached("DELETE FROM messages WHERE run = ?1 AND offset >= ?2")
+                .and_then(|mut delete| delete.execute(params![run, bytes_before as i64]))
                 .map_err(failed)?;
             insert_lines(&transaction, run, bytes_before, lines)?;
         }
         let changed = transaction
-            .execute(
-                "UPDATE runs SET header = ?2 WHERE id = ?1",
-                params![run, header],
-            )
+            .prepare_cached("UPDATE runs SET header = ?2 WHERE id = ?1")
+            .and_then(|mut update| update.execute(params![run, header]))
             .map_err(failed)?;
         if changed == 0 {
             return Err(StoreError::NotFound(run.to_owned()));

@@ -1,11 +1,12 @@
 //! The model's answers as markdown in the terminal (pulldown-cmark): headings, emphasis,
-//! inline code, links, lists, quotes, rules, fenced code blocks with their fences and a light
-//! highlighting (comments, strings, numbers, keywords), and tables drawn as boxes, all wrapped
+//! inline code, links, lists, quotes, rules, fenced code blocks with their fences, highlighted
+//! by syntect (`highlight.rs`), and tables drawn as boxes, all wrapped
 //! to the terminal's width. The text may be a part still streaming: an open code fence or a
 //! half-written table render as they are so far.
 
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+use super::highlight::highlight;
 use super::text::{Color, Span, Style, truncate, width, wrap};
 
 /// Styled lines of `markdown` for a terminal `cells` wide.
@@ -354,8 +355,7 @@ impl Writer {
         }
         let room = self.width.saturating_sub(self.prefix_width() + 2).max(4);
         let text = code.text.strip_suffix('\n').unwrap_or(&code.text);
-        for line in text.split('\n') {
-            let spans = highlight(line, &code.language);
+        for spans in highlight(text, &code.language) {
             for wrapped in wrap_code(&spans, room) {
                 let mut out = vec![Span::plain("  ")];
                 out.extend(wrapped);
@@ -494,145 +494,6 @@ fn wrap_code(spans: &[Span], room: usize) -> Vec<Vec<Span>> {
     lines
 }
 
-/// Words that are keywords in the common languages (Rust, TypeScript/JavaScript, Python, Go,
-/// shell, C): enough to tell code's structure at a glance.
-const KEYWORDS: &[&str] = &[
-    "as",
-    "async",
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "def",
-    "default",
-    "do",
-    "done",
-    "elif",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "fi",
-    "fn",
-    "for",
-    "from",
-    "func",
-    "function",
-    "if",
-    "impl",
-    "import",
-    "in",
-    "interface",
-    "let",
-    "loop",
-    "match",
-    "mod",
-    "mut",
-    "new",
-    "nil",
-    "None",
-    "null",
-    "package",
-    "pub",
-    "return",
-    "self",
-    "static",
-    "struct",
-    "switch",
-    "then",
-    "this",
-    "throw",
-    "trait",
-    "True",
-    "False",
-    "true",
-    "try",
-    "type",
-    "use",
-    "var",
-    "while",
-    "with",
-    "yield",
-];
-
-/// A light highlighting of one line of code: comments, strings, numbers and keywords. A full
-/// grammar (syntect) would cost start-up time and megabytes for what is a glance's worth.
-fn highlight(line: &str, language: &str) -> Vec<Span> {
-    let base = Style::fg(Color::Green);
-    let hash_comments = matches!(
-        language,
-        "sh" | "bash"
-            | "shell"
-            | "zsh"
-            | "python"
-            | "py"
-            | "ruby"
-            | "rb"
-            | "yaml"
-            | "yml"
-            | "toml"
-            | "perl"
-            | "r"
-            | "make"
-            | "makefile"
-            | "dockerfile"
-    );
-    let mut spans: Vec<Span> = Vec::new();
-    let push = |spans: &mut Vec<Span>, style: Style, text: &str| match spans.last_mut() {
-        Some(last) if last.style == style => last.text.push_str(text),
-        _ => spans.push(Span::new(style, text)),
-    };
-    let bytes: Vec<(usize, char)> = line.char_indices().collect();
-    let mut i = 0;
-    while i < bytes.len() {
-        let (at, c) = bytes[i];
-        let rest = &line[at..];
-        if rest.starts_with("//") || (hash_comments && c == '#') || rest.starts_with("-- ") {
-            push(&mut spans, Style::fg(Color::Gray).italic(), rest);
-            break;
-        }
-        if c == '"' || c == '\'' || c == '`' {
-            let mut j = i + 1;
-            while j < bytes.len() && bytes[j].1 != c {
-                if bytes[j].1 == '\\' {
-                    j += 1;
-                }
-                j += 1;
-            }
-            let end = bytes.get(j + 1).map_or(line.len(), |(at, _)| *at);
-            push(&mut spans, Style::fg(Color::Yellow), &line[at..end]);
-            i = j + 1;
-            continue;
-        }
-        if c.is_alphanumeric() || c == '_' {
-            let mut j = i;
-            while j < bytes.len() && (bytes[j].1.is_alphanumeric() || bytes[j].1 == '_') {
-                j += 1;
-            }
-            let end = bytes.get(j).map_or(line.len(), |(at, _)| *at);
-            let word = &line[at..end];
-            let style = if word.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                Style::fg(Color::Magenta)
-            } else if KEYWORDS.contains(&word) {
-                Style::fg(Color::Blue).bold()
-            } else {
-                base
-            };
-            push(&mut spans, style, word);
-            i = j;
-            continue;
-        }
-        let end = bytes.get(i + 1).map_or(line.len(), |(at, _)| *at);
-        push(&mut spans, base, &line[at..end]);
-        i += 1;
-    }
-    spans
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -693,15 +554,38 @@ mod tests {
     }
 
     #[test]
-    fn code_is_highlighted() {
-        let spans = highlight("let s = \"x\"; // note", "rust");
-        assert_eq!(spans[0].text, "let");
-        assert!(spans[0].style.bold);
-        assert!(
-            spans
-                .iter()
-                .any(|s| s.text == "\"x\"" && s.style.fg == Some(Color::Yellow))
+    fn code_blocks_are_highlighted_by_their_language_and_wrap_by_cells() {
+        let rendered = render("```rust\nlet s = \"text\";\n```", 40);
+        let code = &rendered[1];
+        let colour = |text: &str| {
+            code.iter()
+                .find(|s| s.text.contains(text))
+                .unwrap()
+                .style
+                .fg
+        };
+        assert!(colour("let").is_some() && colour("text").is_some());
+        assert_ne!(colour("let"), colour("text"));
+        // An unknown language: the text as it is, uncoloured.
+        let rendered = render("```nosuchlanguage\nlet s = \"text\";\n```", 40);
+        assert_eq!(
+            rendered[1],
+            [Span::plain("  "), Span::plain("let s = \"text\";")]
         );
-        assert!(spans.last().unwrap().style.italic);
+        // A narrow terminal: code wraps by cells, every line within the width (the styles'
+        // escape codes are not text, so they do not count).
+        let long = "```rust\nlet answer = \"a string long enough to wrap\"; // and a comment\n```";
+        let lines = plain(long, 16);
+        assert!(lines.len() > 5, "{lines:?}");
+        for line in &lines {
+            assert!(width(line) <= 16, "{line}");
+        }
+        assert_eq!(
+            lines[1..lines.len() - 1]
+                .iter()
+                .map(|l| l.strip_prefix("  ").unwrap())
+                .collect::<String>(),
+            "let answer = \"a string long enough to wrap\"; // and a comment"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod approval;
 mod commands;
 mod complete;
 mod editor;
+mod highlight;
 mod history;
 mod markdown;
 mod screen;

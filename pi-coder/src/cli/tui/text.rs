@@ -3,9 +3,13 @@
 //! interface draws goes through here, so none is wider than the terminal (a wider one would
 //! wrap on its own and break the renderer's line count).
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// The colours used (the terminal's 16-colour palette, so the user's theme applies).
+/// The colours used (the terminal's 16-colour palette, so the user's theme applies; only
+/// highlighted code has exact colours, pi's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Color {
     Red,
@@ -21,11 +25,15 @@ pub(crate) enum Color {
     GreenBg,
     /// A dark red background (a tool call that failed).
     RedBg,
+    /// An exact colour (highlighted code, in pi's theme colours): 24-bit where the terminal
+    /// says it has them (`COLORTERM=truecolor` or `24bit`, as pi checks), else the nearest
+    /// of the 256-colour palette.
+    Rgb(u8, u8, u8),
 }
 
 impl Color {
-    fn fg(self) -> &'static str {
-        match self {
+    fn fg(self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             Color::Red => "31",
             Color::Green => "32",
             Color::Yellow => "33",
@@ -33,7 +41,8 @@ impl Color {
             Color::Magenta => "35",
             Color::Cyan => "36",
             Color::Gray | Color::DarkBg | Color::GreenBg | Color::RedBg => "90",
-        }
+            Color::Rgb(r, g, b) => return Cow::Owned(rgb_code(r, g, b, truecolor())),
+        })
     }
 
     fn bg(self) -> &'static str {
@@ -43,6 +52,42 @@ impl Color {
             _ => "48;5;236",
         }
     }
+}
+
+/// Whether the terminal shows 24-bit colours (read once).
+fn truecolor() -> bool {
+    static TRUECOLOR: OnceLock<bool> = OnceLock::new();
+    *TRUECOLOR
+        .get_or_init(|| std::env::var("COLORTERM").is_ok_and(|v| v == "truecolor" || v == "24bit"))
+}
+
+/// The foreground code of an exact colour: `38;2;r;g;b`, or the nearest colour of the
+/// 256-colour palette's 6x6x6 cube or grey ramp (`38;5;n`).
+fn rgb_code(r: u8, g: u8, b: u8, truecolor: bool) -> String {
+    if truecolor {
+        return format!("38;2;{r};{g};{b}");
+    }
+    const LEVELS: [u8; 6] = [0, 95, 135, 175, 215, 255];
+    let level = |c: u8| {
+        (0..6)
+            .min_by_key(|&i| (i32::from(LEVELS[i]) - i32::from(c)).abs())
+            .unwrap_or(0)
+    };
+    let (ri, gi, bi) = (level(r), level(g), level(b));
+    let cube = (LEVELS[ri], LEVELS[gi], LEVELS[bi]);
+    let grey_index =
+        (((u32::from(r) + u32::from(g) + u32::from(b)) / 3).saturating_sub(3) / 10).min(23) as u8;
+    let grey = 8 + 10 * grey_index;
+    let distance = |(x, y, z): (u8, u8, u8)| {
+        let d = |p: u8, q: u8| (i32::from(p) - i32::from(q)).pow(2);
+        d(x, r) + d(y, g) + d(z, b)
+    };
+    let index = if distance((grey, grey, grey)) < distance(cube) {
+        232 + u32::from(grey_index)
+    } else {
+        16 + 36 * ri as u32 + 6 * gi as u32 + bi as u32
+    };
+    format!("38;5;{index}")
 }
 
 /// How a span looks.
@@ -83,30 +128,30 @@ impl Style {
 
     /// The escape sequence that starts this style (empty for the plain style).
     fn sgr(&self) -> String {
-        let mut codes: Vec<&str> = Vec::new();
+        let mut codes: Vec<Cow<'static, str>> = Vec::new();
         if self.bold {
-            codes.push("1");
+            codes.push(Cow::Borrowed("1"));
         }
         if self.dim {
-            codes.push("2");
+            codes.push(Cow::Borrowed("2"));
         }
         if self.italic {
-            codes.push("3");
+            codes.push(Cow::Borrowed("3"));
         }
         if self.underline {
-            codes.push("4");
+            codes.push(Cow::Borrowed("4"));
         }
         if self.reverse {
-            codes.push("7");
+            codes.push(Cow::Borrowed("7"));
         }
         if self.strike {
-            codes.push("9");
+            codes.push(Cow::Borrowed("9"));
         }
         if let Some(fg) = self.fg {
             codes.push(fg.fg());
         }
         if let Some(bg) = self.bg {
-            codes.push(bg.bg());
+            codes.push(Cow::Borrowed(bg.bg()));
         }
         if codes.is_empty() {
             String::new()
@@ -358,6 +403,19 @@ pub(crate) fn sanitize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_colours_are_24_bit_or_the_nearest_of_256() {
+        assert_eq!(rgb_code(0x56, 0x9c, 0xd6, true), "38;2;86;156;214");
+        // pi's keyword blue: the cube's (1, 3, 4); its comment green (1, 2, 1).
+        assert_eq!(rgb_code(0x56, 0x9c, 0xd6, false), "38;5;74");
+        assert_eq!(rgb_code(0x6a, 0x99, 0x55, false), "38;5;65");
+        // Greys take the grey ramp; the cube's corners stay corners.
+        assert_eq!(rgb_code(0x80, 0x80, 0x80, false), "38;5;244");
+        assert_eq!(rgb_code(255, 0, 0, false), "38;5;196");
+        let style = Style::fg(Color::Rgb(1, 2, 3));
+        assert!(style.sgr().starts_with("\x1b[38;"), "{:?}", style.sgr());
+    }
 
     fn plain(lines: &[Vec<Span>]) -> Vec<String> {
         lines

@@ -737,7 +737,13 @@ fn narrow_terminals_resize_and_plain_terminals_keep_the_line_mode() {
     assert!(!screen.contains("────"), "{screen}");
     pane.type_text("plain");
     pane.keys(&["Enter"]);
-    pane.wait_for("Echo: plain");
+    // The turn has ended when the footer and the next prompt follow the answer.
+    pane.wait_until("the idle prompt after the answer", |screen| {
+        screen
+            .split("Echo: plain")
+            .nth(1)
+            .is_some_and(|after| after.lines().any(|line| line.trim_end() == ">"))
+    });
     // Ctrl+C at the idle prompt quits at once here too.
     pane.keys(&["C-c"]);
     assert_eq!(pane.wait_exit().0, 0);

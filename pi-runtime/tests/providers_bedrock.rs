@@ -2,10 +2,12 @@
 //! (toolSpec, toolUse, toolResult, reasoning replayed with its signature, images, cachePoint,
 //! thinking), the SigV4 signature (checked again from what the server received) and the
 //! Bedrock API key, the binary event stream (split at every byte), exceptions, sign-in errors;
-//! and the decoder on Bedrock streams other projects recorded, when converted (see
-//! `recorded/bedrock_recordings.py`).
+//! and the decoder on Bedrock streams other projects recorded (shared recordings,
+//! `providers-more/bedrock`).
 #![cfg(feature = "bedrock")]
 
+#[allow(dead_code)] // Only the folder's location is used here.
+mod recorded;
 mod sdk_types;
 mod wire_server;
 
@@ -610,21 +612,22 @@ async fn refused_sign_ins_and_unknown_models_say_what_to_check() {
     );
 }
 
-/// Bedrock streams recorded by other projects, converted to the binary event stream by
-/// `tests/recorded/bedrock_recordings.py` into the folder `PI_BEDROCK_RECORDINGS` names (none
-/// are in the shared recordings): each decodes to one end, alike however it is split (at every
-/// byte of its first and last KiB, every 11th between).
+/// Bedrock streams the Vercel AI SDK recorded, framed again as the service sends them (the
+/// shared recordings' `providers-more/bedrock`, with its SOURCES.md and the `make.py` that
+/// built it): each decodes to one end, alike however it is split (at every byte of its first
+/// and last KiB, every 11th between). A shared folder from before that set says it skipped.
 #[test]
 fn recorded_bedrock_streams_decode_alike_split_at_every_byte() {
-    let Some(folder) = std::env::var_os("PI_BEDROCK_RECORDINGS") else {
+    let folder = recorded::root().join("providers-more/bedrock");
+    if !folder.is_dir() {
         eprintln!(
-            "skipped: PI_BEDROCK_RECORDINGS is not set (make the recordings with \
-             `python3 pi-runtime/tests/recorded/bedrock_recordings.py <vercel/ai checkout> <folder>`)"
+            "skipped: no Bedrock recordings in {} (providers-more/bedrock of the shared recordings)",
+            folder.display()
         );
         return;
-    };
+    }
     let mut paths: Vec<_> = std::fs::read_dir(&folder)
-        .unwrap_or_else(|err| panic!("PI_BEDROCK_RECORDINGS: {err}"))
+        .unwrap_or_else(|err| panic!("{}: {err}", folder.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "eventstream"))
         .collect();

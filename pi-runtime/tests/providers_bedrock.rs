@@ -6,7 +6,6 @@
 //! `providers-more/bedrock`).
 #![cfg(feature = "bedrock")]
 
-#[allow(dead_code)] // Only the folder's location is used here.
 mod recorded;
 mod sdk_types;
 mod wire_server;

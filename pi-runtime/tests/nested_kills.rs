@@ -6,10 +6,11 @@
 //! allows replay (`replay = "never"` gets an error result saying it was interrupted).
 #![cfg(feature = "sqlite")]
 
+mod child_process;
+use child_process::wait;
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,29 +174,7 @@ fn child_process_entry() {
 }
 
 fn child(dir: &Path, run: &str) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_entry",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, format!("{}|{run}", dir.display()))
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for a child, at most a minute.
-fn wait(mut child: std::process::Child) -> i32 {
-    for _ in 0..6000 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().ok();
-    panic!("a resuming child did not finish within a minute");
+    child_process::spawn(CHILD, format!("{}|{run}", dir.display()))
 }
 
 /// The text of the result of the top-level call `id`.

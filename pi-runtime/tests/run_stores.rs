@@ -5,10 +5,11 @@
 //! with clear errors and change nothing; a save appends the new messages and never rewrites the
 //! transcript.
 
+mod child_process;
+use child_process::wait;
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,29 +172,7 @@ fn child_process_entry() {
 }
 
 fn child(kind: &str, dir: &Path, run: &str) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_entry",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, format!("{kind}|{}|{run}", dir.display()))
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for a child, at most a minute.
-fn wait(mut child: std::process::Child) -> i32 {
-    for _ in 0..6000 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().ok();
-    panic!("a resuming child did not finish within a minute");
+    child_process::spawn(CHILD, format!("{kind}|{}|{run}", dir.display()))
 }
 
 fn kill_trials(kind: &str) {

@@ -4,6 +4,8 @@
 //! streams.
 #![cfg(feature = "http")]
 
+mod stream_end;
+use stream_end::last;
 mod recorded;
 mod wire_server;
 
@@ -16,9 +18,7 @@ use pi_runtime::providers::{
     AzureOpenAiCompletions, AzureOpenAiResponses, EntraTokenProvider, OpenAiCompletions,
     OpenAiResponses, TokenFuture,
 };
-use pi_runtime::{
-    AssistantEvent, AssistantMessage, Context, Message, Model, StopReason, StreamOptions,
-};
+use pi_runtime::{AssistantEvent, Context, Message, Model, StopReason, StreamOptions};
 use serde_json::json;
 use wire_server::{Reply, Server};
 
@@ -72,14 +72,6 @@ async fn run(model: &dyn Model) -> Vec<AssistantEvent> {
     tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
         .await
         .expect("the stream ends")
-}
-
-fn last(events: &[AssistantEvent]) -> (&AssistantMessage, Option<StopReason>) {
-    match events.last() {
-        Some(AssistantEvent::Done { message, reason }) => (message, Some(*reason)),
-        Some(AssistantEvent::Error { error, .. }) => (error, None),
-        other => panic!("the stream did not end: {other:?}"),
-    }
 }
 
 fn error_of(events: &[AssistantEvent]) -> String {

@@ -6,6 +6,8 @@
 //! `providers-more/bedrock`).
 #![cfg(feature = "bedrock")]
 
+mod stream_end;
+use stream_end::{error_text, last};
 mod recorded;
 mod sdk_types;
 mod wire_server;
@@ -155,20 +157,6 @@ async fn run(model: &dyn Model, options: &StreamOptions) -> Vec<AssistantEvent> 
     )
     .await
     .expect("the stream ends")
-}
-
-fn last(events: &[AssistantEvent]) -> (&AssistantMessage, Option<StopReason>) {
-    match events.last() {
-        Some(AssistantEvent::Done { message, reason }) => (message, Some(*reason)),
-        Some(AssistantEvent::Error { error, .. }) => (error, None),
-        other => panic!("the stream did not end: {other:?}"),
-    }
-}
-
-fn error_text(events: &[AssistantEvent]) -> String {
-    let (message, reason) = last(events);
-    assert_eq!(reason, None, "expected an error: {message:?}");
-    message.error_message.clone().unwrap_or_default()
 }
 
 fn credentials() -> AwsCredentials {

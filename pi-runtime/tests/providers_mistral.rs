@@ -4,6 +4,8 @@
 //! and sign-in failures; and the decoder on Mistral's real recorded streams.
 #![cfg(feature = "http")]
 
+mod stream_end;
+use stream_end::last;
 mod recorded;
 mod sdk_types;
 mod wire_server;
@@ -266,14 +268,6 @@ async fn run(model: &dyn Model, options: &StreamOptions) -> Vec<AssistantEvent> 
     tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
         .await
         .expect("the stream ends")
-}
-
-fn last(events: &[AssistantEvent]) -> (&AssistantMessage, Option<StopReason>) {
-    match events.last() {
-        Some(AssistantEvent::Done { message, reason }) => (message, Some(*reason)),
-        Some(AssistantEvent::Error { error, .. }) => (error, None),
-        other => panic!("the stream did not end: {other:?}"),
-    }
 }
 
 #[tokio::test]

@@ -4,6 +4,8 @@
 //! ones still strict), the session's memory, the report, and the cases that are not retried.
 #![cfg(feature = "http")]
 
+mod stream_end;
+use stream_end::error_text;
 mod wire_server;
 
 use std::sync::Arc;
@@ -91,13 +93,6 @@ fn named(pairs: &[(&str, Option<bool>)]) -> Vec<(String, Option<bool>)> {
 
 fn ended_done(events: &[AssistantEvent]) -> bool {
     matches!(events.last(), Some(AssistantEvent::Done { reason, .. }) if *reason == StopReason::ToolUse)
-}
-
-fn error_text(events: &[AssistantEvent]) -> String {
-    match events.last() {
-        Some(AssistantEvent::Error { error, .. }) => error.error_message.clone().unwrap(),
-        other => panic!("expected an error, got {other:?}"),
-    }
 }
 
 #[tokio::test]

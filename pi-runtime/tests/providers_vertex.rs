@@ -5,6 +5,8 @@
 //! and the Gemini decoder on the Vertex AI SDK's recorded streams, split at every byte.
 #![cfg(feature = "vertex")]
 
+mod stream_end;
+use stream_end::{error_text, last};
 mod recorded;
 mod sdk_types;
 mod wire_server;
@@ -14,9 +16,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use pi_runtime::providers::{ApplicationDefaultCredentials, VertexAnthropic, VertexGemini};
-use pi_runtime::{
-    AssistantEvent, AssistantMessage, Context, Message, Model, StopReason, StreamOptions,
-};
+use pi_runtime::{AssistantEvent, Context, Message, Model, StopReason, StreamOptions};
 use pi_tool::ToolSpec;
 use serde_json::{Value, json};
 use wire_server::{Reply, Seen, Server};
@@ -111,20 +111,6 @@ async fn run(model: &dyn Model, options: &StreamOptions) -> Vec<AssistantEvent> 
     )
     .await
     .expect("the stream ends")
-}
-
-fn last(events: &[AssistantEvent]) -> (&AssistantMessage, Option<StopReason>) {
-    match events.last() {
-        Some(AssistantEvent::Done { message, reason }) => (message, Some(*reason)),
-        Some(AssistantEvent::Error { error, .. }) => (error, None),
-        other => panic!("the stream did not end: {other:?}"),
-    }
-}
-
-fn error_text(events: &[AssistantEvent]) -> String {
-    let (message, reason) = last(events);
-    assert_eq!(reason, None, "expected an error: {message:?}");
-    message.error_message.clone().unwrap_or_default()
 }
 
 #[tokio::test]

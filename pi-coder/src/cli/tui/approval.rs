@@ -98,13 +98,6 @@ impl Asker {
     }
 }
 
-/// Asks `text` through `asker`: the function other parts of the command (a waiting call of
-/// `pi -c`, a hook) call to get the user's yes or no in the interface.
-#[allow(dead_code)] // The entry point for those hooks; the tests use it today.
-pub(crate) async fn ask(asker: &Asker, text: &str, detail: &str) -> bool {
-    matches!(asker.ask(text, detail).await, Answer::Yes | Answer::Always)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +129,9 @@ mod tests {
     }
 
     async fn ask_later(asker: Asker) -> bool {
-        ask(&asker, "Continue?", "").await
+        matches!(
+            asker.ask("Continue?", "").await,
+            Answer::Yes | Answer::Always
+        )
     }
 }

@@ -190,12 +190,14 @@ impl<'b> Batch<'_, 'b> {
 
     /// Records how a call ended on its span.
     fn record_outcome(&self, span: &Span, done: &Finished) {
-        spans::record_tool_outcome(
-            span,
-            &done.call,
-            &done.message,
-            self.env.config.trace_tool_content,
-        );
+        if let Some(call) = done.call() {
+            spans::record_tool_outcome(
+                span,
+                call,
+                &done.message,
+                self.env.config.trace_tool_content,
+            );
+        }
     }
 
     async fn run_sequential(
@@ -442,8 +444,9 @@ impl<'b> Batch<'_, 'b> {
                     let Some((call, started, span)) = slot.unfinished() else {
                         continue;
                     };
-                    let done = self.finish(call, ToolResult::error(ABORTED), started).await;
+                    let mut done = self.finished(call, ToolResult::error(ABORTED), started);
                     self.record_outcome(&span, &done);
+                    self.env.emitter.emit(done.end_event()).await;
                     *slot = Slot::Done {
                         done,
                         end_pending: false,

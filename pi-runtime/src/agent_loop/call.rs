@@ -55,7 +55,9 @@ pub(super) enum Preparation<'t> {
 /// A finished call: its result message, the loop hints of its result, and what its
 /// `ToolExecutionEnd` tells besides the message.
 pub(super) struct Finished {
-    pub(super) call: ToolCallRef,
+    /// Moved into the end event (a clone would cost the assistant message's reference count
+    /// twice more per call).
+    call: Option<ToolCallRef>,
     pub(super) message: Arc<Message>,
     pub(super) terminate: bool,
     pub(super) added_tool_names: Vec<String>,
@@ -68,16 +70,22 @@ pub(super) struct Finished {
 }
 
 impl Finished {
-    /// The call's `ToolExecutionEnd` (emitted once: it takes the usage).
+    /// The call, until its end event took it.
+    pub(super) fn call(&self) -> Option<&ToolCallRef> {
+        self.call.as_ref()
+    }
+
+    /// The call's `ToolExecutionEnd` (emitted once: it takes the call and the usage).
     pub(super) fn end_event(&mut self) -> AgentEvent {
+        let call = self.call.take().expect("a call's end event is made once");
         if let Some(paused) = &self.paused {
             return AgentEvent::ToolCallWaiting {
-                call: self.call.clone(),
+                call,
                 waiting: Box::new(paused.0.clone()),
             };
         }
         AgentEvent::ToolExecutionEnd {
-            call: self.call.clone(),
+            call,
             result: Arc::clone(&self.message),
             is_error: self.is_error,
             terminate: self.terminate,
@@ -375,18 +383,6 @@ impl<'b> Batch<'_, 'b> {
         result
     }
 
-    /// Builds the result message and emits `ToolExecutionEnd`.
-    pub(super) async fn finish(
-        &self,
-        call: ToolCallRef,
-        result: ToolResult,
-        started: Instant,
-    ) -> Finished {
-        let mut done = self.finished(call, result, started);
-        self.env.emitter.emit(done.end_event()).await;
-        done
-    }
-
     /// Builds the result message (its `ToolExecutionEnd` is [`Finished::end_event`]); a call
     /// whose nested call waits waits instead (unless the run was aborted).
     pub(super) fn finished(
@@ -429,7 +425,7 @@ impl<'b> Batch<'_, 'b> {
             resumed.record_result(call.id(), &message);
         }
         Finished {
-            call,
+            call: Some(call),
             message,
             terminate,
             added_tool_names,
@@ -462,7 +458,7 @@ impl<'b> Batch<'_, 'b> {
             timestamp: 0,
         }));
         Finished {
-            call,
+            call: Some(call),
             message,
             terminate: false,
             added_tool_names: Vec::new(),

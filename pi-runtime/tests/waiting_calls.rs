@@ -349,3 +349,79 @@ async fn hosts_that_cannot_wait_refuse_a_call_that_needs_approval_and_the_loop_w
     assert_eq!(paused.waiting()[0].id, "c1");
     assert_eq!(paused.nested["c1"].call.tool, "refund");
 }
+
+/// `read` with its own `needs_approval` (always `true`, counted) and a chosen
+/// `may_need_approval`.
+struct AskedRead {
+    asked: Arc<AtomicUsize>,
+    may_need_approval: bool,
+}
+
+impl AgentTool for AskedRead {
+    fn spec(&self) -> &pi_tool::ToolSpec {
+        ReadTool.spec()
+    }
+    fn label(&self) -> &str {
+        "Read"
+    }
+    fn needs_approval(&self, _args: &Value, _ctx: &ToolContext) -> bool {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+    fn may_need_approval(&self) -> bool {
+        self.may_need_approval
+    }
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> pi_tool::BoxFuture<'static, Result<pi_tool::ToolResult, pi_tool::ToolError>> {
+        ReadTool.execute(args, ctx)
+    }
+}
+
+#[tokio::test]
+async fn the_loop_asks_needs_approval_only_of_a_tool_that_may_need_it() {
+    // What `#[tool]` and `FnTool` answer.
+    assert!(!ReadTool.may_need_approval(), "#[tool] without approval");
+    assert!(RefundTool.may_need_approval(), "#[tool(approval)]");
+    assert!(TransferTool.may_need_approval(), "#[tool(approval = path)]");
+    let plain = FnTool::builder("plain", "Plain.", json!({"type": "object"}))
+        .build(|_args: Value, _ctx| async { "ok" })
+        .unwrap();
+    assert!(!plain.may_need_approval(), "FnTool without a rule");
+    let ruled = FnTool::builder("ruled", "Ruled.", json!({"type": "object"}))
+        .approval()
+        .build(|_args: Value, _ctx| async { "ok" })
+        .unwrap();
+    assert!(ruled.may_need_approval(), "FnTool with a rule");
+
+    for mode in [ToolExecution::Parallel, ToolExecution::Sequential] {
+        for may_need_approval in [true, false] {
+            let asked = Arc::new(AtomicUsize::new(0));
+            let tool = AskedRead {
+                asked: Arc::clone(&asked),
+                may_need_approval,
+            };
+            let model = Arc::new(ScriptedModel::new([
+                calls(vec![call("c1", "read", json!({"name": "a"}))]),
+                text("done"),
+            ]));
+            let context = AgentContext::new("test").with_tool(tool);
+            let config = AgentLoopConfig::new().tool_execution(mode);
+            let (events, paused) = run(context, config, model).await;
+            let waiting = waiting_events(&events);
+            if may_need_approval {
+                // Asked once, and its answer counts.
+                assert_eq!(asked.load(Ordering::SeqCst), 1, "{mode:?}");
+                assert_eq!(waiting.len(), 1, "{mode:?}");
+                assert!(paused.is_some(), "{mode:?}");
+            } else {
+                // Never asked: the call runs.
+                assert_eq!(asked.load(Ordering::SeqCst), 0, "{mode:?}");
+                assert!(waiting.is_empty(), "{mode:?}");
+                assert!(paused.is_none(), "{mode:?}");
+            }
+        }
+    }
+}

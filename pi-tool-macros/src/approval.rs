@@ -39,10 +39,15 @@ pub(crate) fn approval_value(cx: &Ctxt, meta: &Meta) -> Option<Approval> {
     }
 }
 
-/// The `needs_approval` method of the generated `AgentTool` impl (nothing when unset).
+/// The `needs_approval` method of the generated `AgentTool` impl; without `approval`,
+/// `may_need_approval` answering `false` instead (so hosts need not ask).
 pub(crate) fn approval_method(approval: Option<&Approval>, params: &syn::Ident) -> TokenStream {
     match approval {
-        None => TokenStream::new(),
+        None => quote! {
+            fn may_need_approval(&self) -> bool {
+                false
+            }
+        },
         Some(Approval::Always) => quote! {
             fn needs_approval(
                 &self,

@@ -84,6 +84,9 @@ impl AgentTool for Deferred {
     fn needs_approval(&self, args: &Value, ctx: &ToolContext) -> bool {
         self.0.needs_approval(args, ctx)
     }
+    fn may_need_approval(&self) -> bool {
+        self.0.may_need_approval()
+    }
     fn external(&self) -> bool {
         self.0.external()
     }

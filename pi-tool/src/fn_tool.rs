@@ -560,6 +560,10 @@ impl AgentTool for FnTool {
         self.approval.as_ref().is_some_and(|rule| rule(args, ctx))
     }
 
+    fn may_need_approval(&self) -> bool {
+        self.approval.is_some()
+    }
+
     fn external(&self) -> bool {
         self.external
     }

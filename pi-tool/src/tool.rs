@@ -146,6 +146,15 @@ pub trait AgentTool: std::any::Any + Send + Sync + 'static {
         false
     }
 
+    /// Whether [`needs_approval`](Self::needs_approval) may answer `true`. When `false`, a host
+    /// skips the question, and building the call's context to ask it (the agent loop does, for
+    /// every call). `#[tool]` answers `false` unless it has an `approval` key, and
+    /// [`FnTool`](crate::FnTool) unless it was given an approval rule; override it only
+    /// together with `needs_approval`.
+    fn may_need_approval(&self) -> bool {
+        true
+    }
+
     /// Whether the tool is external: it has a schema and no body here, and each call is
     /// answered from outside (a browser, a mobile app, another service). The agent loop pauses
     /// the run on its calls until an answer is given. Default `false`;

@@ -181,6 +181,23 @@ fn a_tool_made_to_need_approval_answers_as_the_tool_it_wraps() {
 }
 
 #[test]
+fn a_deferred_tool_may_need_approval_as_the_tool_it_wraps_and_an_approval_wrapper_always() {
+    let plain: Arc<dyn AgentTool> = Arc::new(
+        pi_tool::tool_fn("plain", "Plain.", json!({"type": "object"}), |_, _| async {
+            "ok"
+        })
+        .expect("a valid tool"),
+    );
+    assert!(!plain.may_need_approval());
+    let deferred = Deferred::wrap(Arc::clone(&plain));
+    assert!(!deferred.may_need_approval(), "Deferred forwards it");
+    assert!(Deferred::wrap(Arc::new(Probe::new())).may_need_approval());
+    let approval = ApprovalRequired::wrap(deferred);
+    assert!(approval.may_need_approval(), "ApprovalRequired always may");
+    assert!(approval.needs_approval(&json!({}), &ToolContext::new("c1")));
+}
+
+#[test]
 fn wrapped_tools_run_the_wrapped_body() {
     let tool = ApprovalRequired::wrap(Deferred::wrap(Arc::new(Probe::new())));
     let result = block_on(tool.execute(json!({}), ToolContext::new("c1")));

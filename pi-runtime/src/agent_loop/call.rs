@@ -191,7 +191,9 @@ impl<'b> Batch<'_, 'b> {
         let wait = match suspended {
             Some(reason) => Some((WaitKind::Approval, reason)),
             None if tool.external() => Some((WaitKind::External, external_reason(name))),
-            None if tool.needs_approval(args, &self.context(&prepared.call)) => {
+            None if tool.may_need_approval()
+                && tool.needs_approval(args, &self.context(&prepared.call)) =>
+            {
                 Some((WaitKind::Approval, approval_reason(name)))
             }
             None => None,

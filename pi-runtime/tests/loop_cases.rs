@@ -1037,3 +1037,120 @@ async fn a_tool_that_takes_a_moment_to_abort_answers_for_itself() {
         assert_eq!(ends(&events), vec![expected], "{mode:?}");
     }
 }
+
+/// The starts and ends of a batch's calls, in stream order (`start t1`, `end t1 Operation
+/// aborted`, ..).
+fn starts_and_ends(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ToolExecutionStart { call } => Some(format!("start {}", call.id())),
+            AgentEvent::ToolExecutionEnd { call, result, .. } => Some(format!(
+                "end {} {}",
+                call.id(),
+                result
+                    .as_tool_result()
+                    .map(|r| r.text())
+                    .unwrap_or_default()
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A parallel batch asks the run's signal once per stretch of preparations in which nothing
+/// could have cancelled it: it asks again after the consumer's code ran (the loop paused for
+/// it) and after a tool's own code ran in preparation (`prepare_arguments`), so a call
+/// prepared after an abort is answered at once, its end right after its start.
+#[tokio::test]
+async fn a_parallel_batch_sees_an_abort_made_while_its_calls_are_prepared() {
+    let executed = Arc::new(AtomicUsize::new(0));
+    let plain = {
+        let executed = Arc::clone(&executed);
+        pi_tool::FnTool::builder("echo", "Echo.", value_schema())
+            .build(move |_args: Value, _ctx| {
+                executed.fetch_add(1, Ordering::SeqCst);
+                async { "ran" }
+            })
+            .unwrap()
+    };
+    let batch = || {
+        calls(vec![
+            call("t1", "echo", json!({"value": "a"})),
+            call("t2", "echo", json!({"value": "b"})),
+            call("t3", "echo", json!({"value": "c"})),
+        ])
+    };
+
+    // The consumer aborts when it sees the second start (lockstep: after t1 was prepared,
+    // before t2 is). t1 is answered when it would start.
+    let signal = CancellationToken::new();
+    let mut stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(plain),
+        AgentLoopConfig::new(),
+        scripted(vec![batch(), text("never")]),
+        signal.clone(),
+    )
+    .lockstep();
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        if let AgentEvent::ToolExecutionStart { call } = &event
+            && call.id() == "t2"
+        {
+            signal.cancel();
+        }
+        events.push(event);
+    }
+    assert_eq!(executed.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        starts_and_ends(&events),
+        [
+            "start t1",
+            "start t2",
+            "end t2 Operation aborted",
+            "start t3",
+            "end t3 Operation aborted",
+            "end t1 Operation aborted",
+        ]
+    );
+
+    // The first call's `prepare_arguments` aborts (read-ahead: the consumer never runs in
+    // between). t1 was checked before it and is answered when it would start; t2 and t3 at once.
+    let signal = CancellationToken::new();
+    let aborter = signal.clone();
+    let executed = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&executed);
+    let aborting = pi_tool::FnTool::builder("echo", "Echo.", value_schema())
+        .prepare_arguments(move |args: Value| {
+            if args["value"] == "a" {
+                aborter.cancel();
+            }
+            Ok::<_, ToolError>(args)
+        })
+        .build(move |_args: Value, _ctx| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { "ran" }
+        })
+        .unwrap();
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(aborting),
+        AgentLoopConfig::new(),
+        scripted(vec![batch(), text("never")]),
+        signal,
+    );
+    let events = collect(stream).await;
+    assert_eq!(executed.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        starts_and_ends(&events),
+        [
+            "start t1",
+            "start t2",
+            "end t2 Operation aborted",
+            "start t3",
+            "end t3 Operation aborted",
+            "end t1 Operation aborted",
+        ]
+    );
+}

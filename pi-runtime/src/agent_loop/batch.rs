@@ -128,15 +128,17 @@ impl BatchOutcome {
         }
     }
 
-    /// Records a call that waits, and tells listeners.
-    async fn wait(&mut self, emitter: &Emitter, call: ToolCallRef, waiting: WaitingCall) {
-        emitter
+    /// Records a call that waits, and tells listeners; returns whether the loop paused for the
+    /// consumer meanwhile.
+    async fn wait(&mut self, emitter: &Emitter, call: ToolCallRef, waiting: WaitingCall) -> bool {
+        let paused = emitter
             .emit(AgentEvent::ToolCallWaiting {
                 call,
                 waiting: Box::new(waiting.clone()),
             })
             .await;
         self.waiting.push(waiting);
+        paused
     }
 
     /// Puts the waiting calls in the model's call order: a call that waits on its own is
@@ -256,24 +258,33 @@ impl<'b> Batch<'_, 'b> {
         // vector: a batch of a thousand calls touches as little memory as it can.
         let mut slots: Vec<Slot<'b>> = Vec::with_capacity(count);
         let hooked = self.prepares_async();
+        // Without hooks, the run's signal is asked once per stretch of preparations in which
+        // nothing could have cancelled it (see `validate_in_run`), not once per call.
+        let mut live = false;
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            self.env
+            if self
+                .env
                 .emitter
                 .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
-                .await;
+                .await
+            {
+                live = false;
+            }
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if hooked {
                 self.prepare(call, started).instrument(span.clone()).await
             } else {
-                span.in_scope(|| self.validate(call, started))
+                span.in_scope(|| self.validate_in_run(call, started, &mut live))
             };
             match preparation {
                 Preparation::Immediate(call, result) => {
                     let mut done = self.finished(call, result, started);
                     self.record_outcome(&span, &done);
-                    self.env.emitter.emit(done.end_event()).await;
+                    if self.env.emitter.emit(done.end_event()).await {
+                        live = false;
+                    }
                     slots.push(Slot::Done {
                         done,
                         end_pending: false,
@@ -281,7 +292,9 @@ impl<'b> Batch<'_, 'b> {
                 }
                 Preparation::Ready(prepared) => slots.push(Slot::Ready(prepared, span)),
                 Preparation::Wait(call, waiting) => {
-                    outcome.wait(self.env.emitter, call, waiting).await;
+                    if outcome.wait(self.env.emitter, call, waiting).await {
+                        live = false;
+                    }
                 }
             }
         }

@@ -117,7 +117,7 @@ impl<'b> Batch<'_, 'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
-        let (call, tool, mut args) = match self.check(call, started) {
+        let (call, tool, mut args) = match self.check(call, started, &mut false) {
             Preparation::Ready(Prepared {
                 call, tool, args, ..
             }) => (call, tool, args),
@@ -159,22 +159,42 @@ impl<'b> Batch<'_, 'b> {
                 started,
             },
             suspended,
+            &mut false,
         )
     }
 
     /// [`check`](Self::check), then whether the call must wait (no await: without a hook,
     /// preparation is this).
     pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
-        match self.check(call, started) {
-            Preparation::Ready(prepared) => self.wait_check(prepared, None),
+        self.validate_in_run(call, started, &mut false)
+    }
+
+    /// [`validate`](Self::validate) for one of a run of preparations. `live`: the run's signal
+    /// was found not cancelled and nothing that could cancel it has run since (no pause for
+    /// the consumer, no hook, no code of a tool), so it is not asked again (asking takes a
+    /// lock). Left saying the same for the next call: `false` once this call ran code of its
+    /// tool's (`prepare_arguments`, `needs_approval`) or of a run store (on resume).
+    pub(super) fn validate_in_run(
+        &self,
+        call: ToolCallRef,
+        started: Instant,
+        live: &mut bool,
+    ) -> Preparation<'b> {
+        match self.check(call, started, live) {
+            Preparation::Ready(prepared) => self.wait_check(prepared, None, live),
             other => other,
         }
     }
 
     /// Whether a prepared call waits: `before_tool_call` suspended it (`suspended`), its tool is
     /// external, or its tool wants approval for these arguments. A call approved on resume
-    /// runs.
-    fn wait_check(&self, prepared: Prepared<'b>, suspended: Option<String>) -> Preparation<'b> {
+    /// runs. `live` as in [`validate_in_run`](Self::validate_in_run).
+    fn wait_check(
+        &self,
+        prepared: Prepared<'b>,
+        suspended: Option<String>,
+        live: &mut bool,
+    ) -> Preparation<'b> {
         let resumed = self.env.resumed;
         if let Some(resumed) = resumed
             && resumed.approved(prepared.call.id())
@@ -191,10 +211,11 @@ impl<'b> Batch<'_, 'b> {
         let wait = match suspended {
             Some(reason) => Some((WaitKind::Approval, reason)),
             None if tool.external() => Some((WaitKind::External, external_reason(name))),
-            None if tool.may_need_approval()
-                && tool.needs_approval(args, &self.context(&prepared.call)) =>
-            {
-                Some((WaitKind::Approval, approval_reason(name)))
+            None if tool.may_need_approval() => {
+                // The tool's own code runs.
+                *live = false;
+                tool.needs_approval(args, &self.context(&prepared.call))
+                    .then(|| (WaitKind::Approval, approval_reason(name)))
             }
             None => None,
         };
@@ -210,10 +231,13 @@ impl<'b> Batch<'_, 'b> {
 
     /// The checks before `before_tool_call`: a decision taken on resume (deny, answer, a
     /// recorded result), the `length` refusal, abort, lookup, `prepare_arguments` and
-    /// validation (of the arguments an `approve_with` gave, when it did).
-    fn check(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
+    /// validation (of the arguments an `approve_with` gave, when it did). `live` as in
+    /// [`validate_in_run`](Self::validate_in_run).
+    fn check(&self, call: ToolCallRef, started: Instant, live: &mut bool) -> Preparation<'b> {
         let mut raw = call.arguments();
         if let Some(resumed) = self.env.resumed {
+            // A resumed batch asks its run store (code of the user's) for every call.
+            *live = false;
             match resumed.settled(&call, self.env.tools) {
                 Settled::No => {}
                 Settled::Result(result) => return Preparation::Immediate(call, *result),
@@ -224,8 +248,11 @@ impl<'b> Batch<'_, 'b> {
             let refusal = ToolResult::error(length_refusal(call.name()));
             return Preparation::Immediate(call, refusal);
         }
-        if self.env.signal.is_cancelled() {
-            return Preparation::Immediate(call, ToolResult::error(ABORTED));
+        if !*live {
+            if self.env.signal.is_cancelled() {
+                return Preparation::Immediate(call, ToolResult::error(ABORTED));
+            }
+            *live = true;
         }
         // Borrowed for the batch: a prepared call keeps its tool without a reference count.
         let tools: &'b ToolSet = self.env.tools;
@@ -242,6 +269,10 @@ impl<'b> Batch<'_, 'b> {
         } else if !tool.callers().allows_model() {
             let refusal = ToolResult::error(code_only_message(call.name()));
             return Preparation::Immediate(call, refusal);
+        }
+        if tool.rewrites_arguments() {
+            // Its `prepare_arguments` (the tool's own code) runs.
+            *live = false;
         }
         let prepared = prepare_call_within(tool.as_ref(), raw, &self.env.limits.arguments);
         // Arguments an `approve_with` gave replace the model's, even when they pass as they are.

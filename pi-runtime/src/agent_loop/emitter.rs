@@ -110,20 +110,23 @@ impl Emitter {
         &self.shared
     }
 
-    /// Queues an event; pauses the loop once enough events wait for the consumer.
-    pub(crate) async fn emit(&self, event: AgentEvent) {
+    /// Queues an event; pauses the loop once enough events wait for the consumer. Returns
+    /// whether it paused (the consumer's code ran meanwhile).
+    pub(crate) async fn emit(&self, event: AgentEvent) -> bool {
         let queued = {
             let mut queue = self.shared.lock();
             queue.push_back(event);
             queue.len()
         };
-        if queued >= self.shared.yield_after.load(Ordering::Relaxed) {
-            YieldToConsumer {
-                yielded: false,
-                shared: &self.shared,
-            }
-            .await;
+        if queued < self.shared.yield_after.load(Ordering::Relaxed) {
+            return false;
         }
+        YieldToConsumer {
+            yielded: false,
+            shared: &self.shared,
+        }
+        .await;
+        true
     }
 }
 

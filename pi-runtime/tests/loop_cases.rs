@@ -1154,3 +1154,68 @@ async fn a_parallel_batch_sees_an_abort_made_while_its_calls_are_prepared() {
         ]
     );
 }
+
+/// A parallel batch without hooks queues its calls' starts a stretch at a time, and still
+/// pauses for the consumer at the same events as one at a time: with room for three events,
+/// the consumer sees the first three starts before any tool ran, the rest (queued with the
+/// first end, once every call was polled) after; one event at a time, every start before any
+/// tool ran.
+#[tokio::test]
+async fn a_parallel_batch_pauses_for_the_consumer_at_the_same_events_whatever_it_queues_at_once() {
+    for (read_ahead, seen) in [
+        (
+            3,
+            [
+                "0 start t1",
+                "0 start t2",
+                "0 start t3",
+                "5 start t4",
+                "5 start t5",
+            ],
+        ),
+        (
+            1,
+            [
+                "0 start t1",
+                "0 start t2",
+                "0 start t3",
+                "0 start t4",
+                "0 start t5",
+            ],
+        ),
+    ] {
+        let executed = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&executed);
+        let echo = pi_tool::FnTool::builder("echo", "Echo.", value_schema())
+            .build(move |_args: Value, _ctx| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { "ran" }
+            })
+            .unwrap();
+        let batch = calls(
+            (1..=5)
+                .map(|i| call(&format!("t{i}"), "echo", json!({"value": "x"})))
+                .collect(),
+        );
+        let mut stream = agent_loop(
+            vec![Message::user("go")],
+            AgentContext::new("").with_tool(echo),
+            AgentLoopConfig::new(),
+            scripted(vec![batch, text("done")]),
+            CancellationToken::new(),
+        )
+        .read_ahead(read_ahead);
+        let mut starts = Vec::new();
+        while let Some(event) = stream.next_event().await {
+            if let AgentEvent::ToolExecutionStart { call } = &event {
+                starts.push(format!(
+                    "{} start {}",
+                    executed.load(Ordering::SeqCst),
+                    call.id()
+                ));
+            }
+        }
+        assert_eq!(starts, seen, "read_ahead {read_ahead}");
+        assert_eq!(executed.load(Ordering::SeqCst), 5);
+    }
+}

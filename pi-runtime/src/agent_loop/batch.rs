@@ -13,7 +13,7 @@ use futures_util::stream::FuturesUnordered;
 use pi_tool::{CallLimits, CancellationToken, Deadline, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
-use super::call::{Finished, PlainCall, Preparation, Prepared, poll_once, poll_once_in};
+use super::call::{Finished, PlainCall, Preparation, Prepared, Stretch, poll_once, poll_once_in};
 use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::Emitter;
@@ -258,32 +258,47 @@ impl<'b> Batch<'_, 'b> {
         // vector: a batch of a thousand calls touches as little memory as it can.
         let mut slots: Vec<Slot<'b>> = Vec::with_capacity(count);
         let hooked = self.prepares_async();
-        // Without hooks, the run's signal is asked once per stretch of preparations in which
-        // nothing could have cancelled it (see `validate_in_run`), not once per call.
-        let mut live = false;
+        // Without hooks, preparation runs no code but the loop's own (unless a tool has some:
+        // see `Stretch`): the run's signal is asked once per stretch, not once per call, and
+        // the events are queued a stretch at a time, under one lock, pausing for the consumer
+        // at the same events as one at a time would.
+        let mut stretch = Stretch::default();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            if self
-                .env
-                .emitter
-                .emit(AgentEvent::ToolExecutionStart { call: call.clone() })
-                .await
-            {
-                live = false;
+            let start = AgentEvent::ToolExecutionStart { call: call.clone() };
+            let paused = if hooked {
+                self.env.emitter.emit(start).await
+            } else {
+                self.env
+                    .emitter
+                    .emit_pending(&mut stretch.pending, start)
+                    .await
+            };
+            if paused {
+                stretch.live = false;
             }
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if hooked {
                 self.prepare(call, started).instrument(span.clone()).await
             } else {
-                span.in_scope(|| self.validate_in_run(call, started, &mut live))
+                span.in_scope(|| self.validate_in_run(call, started, &mut stretch))
             };
             match preparation {
                 Preparation::Immediate(call, result) => {
                     let mut done = self.finished(call, result, started);
                     self.record_outcome(&span, &done);
-                    if self.env.emitter.emit(done.end_event()).await {
-                        live = false;
+                    let end = done.end_event();
+                    let paused = if hooked {
+                        self.env.emitter.emit(end).await
+                    } else {
+                        self.env
+                            .emitter
+                            .emit_pending(&mut stretch.pending, end)
+                            .await
+                    };
+                    if paused {
+                        stretch.live = false;
                     }
                     slots.push(Slot::Done {
                         done,
@@ -292,12 +307,15 @@ impl<'b> Batch<'_, 'b> {
                 }
                 Preparation::Ready(prepared) => slots.push(Slot::Ready(prepared, span)),
                 Preparation::Wait(call, waiting) => {
+                    self.env.emitter.flush(&mut stretch.pending);
                     if outcome.wait(self.env.emitter, call, waiting).await {
-                        live = false;
+                        stretch.live = false;
                     }
                 }
             }
         }
+        // The calls start now (their tools' code runs).
+        self.env.emitter.flush(&mut stretch.pending);
 
         // Then the prepared calls run at once (up to `max_parallel`); each ends when it finishes.
         // Every call is polled once in source order before any end is emitted; a call that

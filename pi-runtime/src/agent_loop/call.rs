@@ -18,6 +18,7 @@ use tracing::Span;
 use super::batch::Batch;
 use super::clock::Instant;
 use super::context::ToolSet;
+use super::emitter::{Emitter, Pending};
 use super::hooks;
 use super::nested_wait::{NestedEnd, outer_reason};
 use super::resume::Settled;
@@ -117,7 +118,7 @@ impl<'b> Batch<'_, 'b> {
         if self.env.config.before_tool_call.is_none() {
             return self.validate(call, started);
         }
-        let (call, tool, mut args) = match self.check(call, started, &mut false) {
+        let (call, tool, mut args) = match self.check(call, started, &mut Stretch::default()) {
             Preparation::Ready(Prepared {
                 call, tool, args, ..
             }) => (call, tool, args),
@@ -159,41 +160,38 @@ impl<'b> Batch<'_, 'b> {
                 started,
             },
             suspended,
-            &mut false,
+            &mut Stretch::default(),
         )
     }
 
     /// [`check`](Self::check), then whether the call must wait (no await: without a hook,
     /// preparation is this).
     pub(super) fn validate(&self, call: ToolCallRef, started: Instant) -> Preparation<'b> {
-        self.validate_in_run(call, started, &mut false)
+        self.validate_in_run(call, started, &mut Stretch::default())
     }
 
-    /// [`validate`](Self::validate) for one of a run of preparations. `live`: the run's signal
-    /// was found not cancelled and nothing that could cancel it has run since (no pause for
-    /// the consumer, no hook, no code of a tool), so it is not asked again (asking takes a
-    /// lock). Left saying the same for the next call: `false` once this call ran code of its
-    /// tool's (`prepare_arguments`, `needs_approval`) or of a run store (on resume).
+    /// [`validate`](Self::validate) for one of a stretch of preparations (see [`Stretch`]),
+    /// which it leaves as it should be for the next call.
     pub(super) fn validate_in_run(
         &self,
         call: ToolCallRef,
         started: Instant,
-        live: &mut bool,
+        stretch: &mut Stretch,
     ) -> Preparation<'b> {
-        match self.check(call, started, live) {
-            Preparation::Ready(prepared) => self.wait_check(prepared, None, live),
+        match self.check(call, started, stretch) {
+            Preparation::Ready(prepared) => self.wait_check(prepared, None, stretch),
             other => other,
         }
     }
 
     /// Whether a prepared call waits: `before_tool_call` suspended it (`suspended`), its tool is
     /// external, or its tool wants approval for these arguments. A call approved on resume
-    /// runs. `live` as in [`validate_in_run`](Self::validate_in_run).
+    /// runs.
     fn wait_check(
         &self,
         prepared: Prepared<'b>,
         suspended: Option<String>,
-        live: &mut bool,
+        stretch: &mut Stretch,
     ) -> Preparation<'b> {
         let resumed = self.env.resumed;
         if let Some(resumed) = resumed
@@ -212,8 +210,7 @@ impl<'b> Batch<'_, 'b> {
             Some(reason) => Some((WaitKind::Approval, reason)),
             None if tool.external() => Some((WaitKind::External, external_reason(name))),
             None if tool.may_need_approval() => {
-                // The tool's own code runs.
-                *live = false;
+                stretch.before_foreign_code(self.env.emitter);
                 tool.needs_approval(args, &self.context(&prepared.call))
                     .then(|| (WaitKind::Approval, approval_reason(name)))
             }
@@ -231,13 +228,12 @@ impl<'b> Batch<'_, 'b> {
 
     /// The checks before `before_tool_call`: a decision taken on resume (deny, answer, a
     /// recorded result), the `length` refusal, abort, lookup, `prepare_arguments` and
-    /// validation (of the arguments an `approve_with` gave, when it did). `live` as in
-    /// [`validate_in_run`](Self::validate_in_run).
-    fn check(&self, call: ToolCallRef, started: Instant, live: &mut bool) -> Preparation<'b> {
+    /// validation (of the arguments an `approve_with` gave, when it did).
+    fn check(&self, call: ToolCallRef, started: Instant, stretch: &mut Stretch) -> Preparation<'b> {
         let mut raw = call.arguments();
         if let Some(resumed) = self.env.resumed {
-            // A resumed batch asks its run store (code of the user's) for every call.
-            *live = false;
+            // A resumed batch asks its run store for every call.
+            stretch.before_foreign_code(self.env.emitter);
             match resumed.settled(&call, self.env.tools) {
                 Settled::No => {}
                 Settled::Result(result) => return Preparation::Immediate(call, *result),
@@ -248,11 +244,11 @@ impl<'b> Batch<'_, 'b> {
             let refusal = ToolResult::error(length_refusal(call.name()));
             return Preparation::Immediate(call, refusal);
         }
-        if !*live {
+        if !stretch.live {
             if self.env.signal.is_cancelled() {
                 return Preparation::Immediate(call, ToolResult::error(ABORTED));
             }
-            *live = true;
+            stretch.live = true;
         }
         // Borrowed for the batch: a prepared call keeps its tool without a reference count.
         let tools: &'b ToolSet = self.env.tools;
@@ -271,8 +267,8 @@ impl<'b> Batch<'_, 'b> {
             return Preparation::Immediate(call, refusal);
         }
         if tool.rewrites_arguments() {
-            // Its `prepare_arguments` (the tool's own code) runs.
-            *live = false;
+            // Its `prepare_arguments` runs.
+            stretch.before_foreign_code(self.env.emitter);
         }
         let prepared = prepare_call_within(tool.as_ref(), raw, &self.env.limits.arguments);
         // Arguments an `approve_with` gave replace the model's, even when they pass as they are.
@@ -500,6 +496,29 @@ impl<'b> Batch<'_, 'b> {
             usage: None,
             paused: Some(Box::new((waiting, nested))),
         }
+    }
+}
+
+/// What a stretch of preparations with nothing else in between (a parallel batch without
+/// hooks) carries from one call to the next.
+#[derive(Default)]
+pub(super) struct Stretch {
+    /// The run's signal was found not cancelled and nothing that could cancel it has run since
+    /// (no pause for the consumer, no hook, no code of a tool's or a run store's), so it is not
+    /// asked again (asking takes a lock).
+    pub(super) live: bool,
+    /// The events made so far and not queued yet (the calls' starts, the ends of those refused
+    /// at once), queued together.
+    pub(super) pending: Pending,
+}
+
+impl Stretch {
+    /// Before code of a tool's (`prepare_arguments`, `needs_approval`) or of a run store's:
+    /// it could cancel the run's signal, or send an update that must come after the events
+    /// made so far, which are queued first.
+    fn before_foreign_code(&mut self, emitter: &Emitter) {
+        self.live = false;
+        emitter.flush(&mut self.pending);
     }
 }
 

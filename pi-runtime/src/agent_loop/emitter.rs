@@ -130,6 +130,61 @@ impl Emitter {
     }
 }
 
+/// Events the loop has made and not queued yet: [`Emitter::emit_pending`] queues them
+/// together, under one lock, when the last one is due to pause the loop; [`Emitter::flush`]
+/// before anything else could queue an event or watch the queue.
+#[derive(Default)]
+pub(crate) struct Pending {
+    events: Vec<AgentEvent>,
+    /// How many events the queue takes before the loop pauses for the consumer, as of the
+    /// last look at it (under the lock); `None`: look again.
+    room: Option<usize>,
+}
+
+impl Emitter {
+    /// [`emit`](Self::emit), but the event waits in `pending` until it is the one that pauses
+    /// the loop (the queue reaches `yield_after` with it): then `pending` is queued, in order,
+    /// under one lock, and the loop pauses as `emit` would have, at the same event. Returns
+    /// whether it paused. Only for events made by code that queues nothing else and that no
+    /// one else watches meanwhile (see [`flush`](Self::flush)).
+    pub(crate) async fn emit_pending(&self, pending: &mut Pending, event: AgentEvent) -> bool {
+        let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
+        let room = *pending
+            .room
+            .get_or_insert_with(|| yield_after.saturating_sub(self.shared.lock().len()));
+        pending.events.push(event);
+        if pending.events.len() < room {
+            return false;
+        }
+        if self.queue_pending(pending) < yield_after {
+            return false;
+        }
+        YieldToConsumer {
+            yielded: false,
+            shared: &self.shared,
+        }
+        .await;
+        true
+    }
+
+    /// Queues the events waiting in `pending` (none of them pauses the loop: see
+    /// [`emit_pending`](Self::emit_pending)), before code that could queue events of its own
+    /// (a tool's update) or let the consumer look.
+    pub(crate) fn flush(&self, pending: &mut Pending) {
+        if !pending.events.is_empty() {
+            self.queue_pending(pending);
+        }
+    }
+
+    /// Queues `pending`'s events under one lock; returns the queue's length.
+    fn queue_pending(&self, pending: &mut Pending) -> usize {
+        pending.room = None;
+        let mut queue = self.shared.lock();
+        queue.extend(pending.events.drain(..));
+        queue.len()
+    }
+}
+
 impl Emitter {
     /// Queues several events under one lock (in chunks, pausing like [`emit`](Self::emit)).
     /// Takes any iterator, so a batch's events need not be collected first.

@@ -5,7 +5,8 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -94,9 +95,11 @@ pub trait CallHost: Send + Sync + 'static {
 /// [`CallHost`] keeps one per call ([`CallHost::call_slot`]).
 pub struct CallSlot {
     signal: OnceLock<CancellationToken>,
-    /// Whether updates still reach the sink. A lock rather than a flag, so that once
-    /// [`ToolContext::close_updates`] returns no update is being delivered or will be.
-    accepting_updates: Mutex<bool>,
+    /// Whether updates still reach the sink ([`CLOSED`] unset), and how many are being
+    /// delivered (in steps of [`DELIVERING`]): closing waits for those, so that once
+    /// [`ToolContext::close_updates`] returns no update is being delivered or will be. One
+    /// atomic rather than a lock: closing, which every call does, is one atomic operation.
+    updates: AtomicUsize,
     /// What the call's nested calls share (made by the first).
     children: OnceLock<Arc<Children>>,
 }
@@ -106,7 +109,7 @@ impl CallSlot {
     pub const fn new() -> Self {
         CallSlot {
             signal: OnceLock::new(),
-            accepting_updates: Mutex::new(true),
+            updates: AtomicUsize::new(0),
             children: OnceLock::new(),
         }
     }
@@ -115,16 +118,47 @@ impl CallSlot {
     fn copy(&self) -> Self {
         CallSlot {
             signal: self.signal.clone(),
-            accepting_updates: Mutex::new(*self.accepting()),
+            updates: AtomicUsize::new(self.updates.load(Ordering::Acquire) & CLOSED),
             children: self.children.clone(),
         }
     }
 
-    fn accepting(&self) -> MutexGuard<'_, bool> {
-        // A sink that panicked while holding the lock leaves a plain bool behind: keep using it.
-        self.accepting_updates
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Whether updates are still accepted (a delivery may still be refused: see
+    /// [`delivery`](Self::delivery)).
+    fn accepts_updates(&self) -> bool {
+        self.updates.load(Ordering::Acquire) & CLOSED == 0
+    }
+
+    /// Marks an update being delivered until the guard is dropped; `None` once closed.
+    fn delivery(&self) -> Option<Delivery<'_>> {
+        let before = self.updates.fetch_add(DELIVERING, Ordering::AcqRel);
+        let delivery = Delivery(self);
+        (before & CLOSED == 0).then_some(delivery)
+    }
+
+    /// Stops the call's updates (see [`ToolContext::close_updates`]): later ones are refused,
+    /// and one being delivered on another thread is waited for.
+    fn close_updates(&self) {
+        let before = self.updates.fetch_or(CLOSED, Ordering::AcqRel);
+        if before >= DELIVERING {
+            while self.updates.load(Ordering::Acquire) >= DELIVERING {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// [`CallSlot::updates`]: updates are refused.
+const CLOSED: usize = 1;
+/// [`CallSlot::updates`]: one update being delivered.
+const DELIVERING: usize = 2;
+
+/// An update being delivered: counted in its slot until dropped (also when the sink panics).
+struct Delivery<'a>(&'a CallSlot);
+
+impl Drop for Delivery<'_> {
+    fn drop(&mut self) {
+        self.0.updates.fetch_sub(DELIVERING, Ordering::AcqRel);
     }
 }
 
@@ -138,7 +172,7 @@ impl fmt::Debug for CallSlot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallSlot")
             .field("signal", &self.signal.get())
-            .field("accepting_updates", &*self.accepting())
+            .field("accepting_updates", &self.accepts_updates())
             .finish()
     }
 }
@@ -456,27 +490,28 @@ impl ToolContext {
     /// Ignored once the tool has finished, so a stray late update never reaches the host after
     /// the final result.
     pub fn update<D: Serialize>(&self, partial: ToolResult<D>) {
-        if !self.has_updates() || !*self.slot().accepting() {
+        if !self.has_updates() || !self.slot().accepts_updates() {
             return;
         }
         let partial = match partial.into_value() {
             Ok(partial) => partial,
             Err(err) => ToolResult::text(err.to_string()),
         };
-        // Delivered under the lock, so `close_updates` cannot slip in between check and send.
-        let accepting = self.slot().accepting();
-        if *accepting {
-            match &self.repr {
-                Repr::Own(inner) => match &inner.call {
-                    CallIdentity::Own {
-                        updates: Some(sink),
-                        ..
-                    } => sink(partial),
-                    CallIdentity::Own { updates: None, .. } => {}
-                    CallIdentity::Hosted { host, call } => host.update(*call, partial),
-                },
-                Repr::Slotted { host, call } => host.update(*call, partial),
-            }
+        // Delivered while marked as being delivered, so `close_updates` cannot slip in between
+        // check and send: it waits for the delivery to end.
+        let Some(_delivery) = self.slot().delivery() else {
+            return;
+        };
+        match &self.repr {
+            Repr::Own(inner) => match &inner.call {
+                CallIdentity::Own {
+                    updates: Some(sink),
+                    ..
+                } => sink(partial),
+                CallIdentity::Own { updates: None, .. } => {}
+                CallIdentity::Hosted { host, call } => host.update(*call, partial),
+            },
+            Repr::Slotted { host, call } => host.update(*call, partial),
         }
     }
 
@@ -485,7 +520,7 @@ impl ToolContext {
     /// the abort grace): once this returns, no update of this call reaches the sink any more,
     /// even from a task the tool left running.
     pub fn close_updates(&self) {
-        *self.slot().accepting() = false;
+        self.slot().close_updates();
     }
 
     /// Lends the call `host`'s pipeline for its nested calls ([`call_tool`](Self::call_tool)).
@@ -996,5 +1031,51 @@ mod tests {
         ctx.close_updates();
         leftover.update(ToolResult::text("after"));
         assert_eq!(seen.lock().unwrap_or_else(|p| p.into_inner()).len(), 1);
+    }
+
+    #[test]
+    fn closing_waits_for_an_update_being_delivered_and_refuses_later_ones() {
+        use std::sync::mpsc;
+
+        // The sink holds the first update until told to go on.
+        let (entered, wait_entered) = mpsc::channel();
+        let (go_on, wait_go_on) = mpsc::channel::<()>();
+        let wait_go_on = Mutex::new(wait_go_on);
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&delivered);
+        let ctx = ToolContext::new("c1").with_updates(Arc::new(move |partial: ToolResult| {
+            entered.send(()).unwrap_or_default();
+            let _ = wait_go_on.lock().unwrap_or_else(|p| p.into_inner()).recv();
+            seen.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(partial.text_content());
+        }));
+        let sender = ctx.clone();
+        let updating = std::thread::spawn(move || sender.update(ToolResult::text("first")));
+        wait_entered.recv().expect("the sink got the first update");
+        let closer = ctx.clone();
+        let (closed, wait_closed) = mpsc::channel();
+        let closing = std::thread::spawn(move || {
+            closer.close_updates();
+            closed.send(()).unwrap_or_default();
+        });
+        // While the first update is being delivered, closing does not return.
+        assert!(
+            wait_closed
+                .recv_timeout(std::time::Duration::from_millis(50))
+                .is_err(),
+            "close_updates returned while an update was being delivered"
+        );
+        go_on.send(()).expect("the sink waits");
+        updating.join().expect("the update returns");
+        wait_closed
+            .recv()
+            .expect("closing returns once the delivery ended");
+        closing.join().expect("closing returns");
+        ctx.update(ToolResult::text("too late"));
+        assert_eq!(
+            *delivered.lock().unwrap_or_else(|p| p.into_inner()),
+            vec!["first".to_owned()]
+        );
     }
 }

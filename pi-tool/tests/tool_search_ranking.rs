@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pi_tool::{AgentTool, FnTool, RankQuery, Ranked, ToolSearch};
+use pi_tool::{AgentTool, FnTool, RankQuery, Ranked, ToolRanker, ToolSearch};
 use serde_json::{Value, json};
 
 fn tool(name: &str, description: &str, parameters: Value) -> Arc<dyn AgentTool> {
@@ -254,4 +254,27 @@ fn an_applications_ranker_decides_and_its_mistakes_are_dropped() {
     let found = search.search("commits", 2);
     let found: Vec<(&str, f32)> = found.iter().map(|m| (m.name.as_str(), m.score)).collect();
     assert_eq!(found, [("blame_file", 9.0), (best.as_str(), 1.0)]);
+}
+
+/// A ranker that works the CPU for long makes the search a blocking tool (the agent loop runs
+/// it on tokio's blocking pool); the built-in ranking and a ranker that says nothing do not.
+#[test]
+fn a_search_is_blocking_when_its_ranker_is() {
+    struct Slow;
+    impl ToolRanker for Slow {
+        fn rank(&self, query: &RankQuery<'_>) -> Vec<Ranked> {
+            query.lexical(query.limit())
+        }
+        fn blocking(&self) -> bool {
+            true
+        }
+    }
+    let tools = git();
+    assert!(!ToolSearch::new(&tools).blocking());
+    let closure = |query: &RankQuery<'_>| query.lexical(query.limit());
+    assert!(!ToolSearch::new(&tools).with_ranker(closure).blocking());
+    let slow = ToolSearch::new(&tools).with_ranker(Slow);
+    assert!(slow.blocking());
+    // Renamed (a user's tool holds `tool_search`), it still is.
+    assert!(slow.named("pi_tool_search").blocking());
 }

@@ -12,6 +12,14 @@ pub trait ToolRanker: Send + Sync + 'static {
     /// The best tools for `query`, best first: at most [`RankQuery::limit`] are used; an index
     /// out of range or given twice is skipped.
     fn rank(&self, query: &RankQuery<'_>) -> Vec<Ranked>;
+
+    /// Whether [`rank`](Self::rank) works the CPU for long (milliseconds: an embedding model):
+    /// the [`ToolSearch`](super::ToolSearch) is then a [blocking](AgentTool::blocking) tool,
+    /// which the agent loop runs on tokio's blocking pool instead of a runtime thread. Default
+    /// `false`.
+    fn blocking(&self) -> bool {
+        false
+    }
 }
 
 impl<F> ToolRanker for F

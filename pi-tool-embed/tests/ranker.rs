@@ -211,3 +211,48 @@ fn tools_the_ranker_did_not_embed_are_ranked_by_their_words() {
         ["get_weather"]
     );
 }
+
+/// The question of issue 33 that needs a parameter's description: `commits_between` has a
+/// `path` filter; `files_changed` says "changed" too. The fused ranking keeps it first.
+#[test]
+fn which_commits_changed_the_parser_finds_commits_between() {
+    let Some(model) = model() else { return };
+    let tools = vec![
+        tool(
+            "files_changed",
+            "List the files changed in the working tree, staged or not.",
+            json!({"staged": {"type": "boolean"}}),
+        ),
+        tool(
+            "commits_between",
+            "List the commits between two revisions, newest first.",
+            json!({
+            "from": {"type": "string", "description": "The older revision (a branch, tag or hash)."},
+            "to": {"type": "string", "description": "The newer revision."},
+            "path": {"type": "string", "description": "Only the commits that changed this file or directory."}}),
+        ),
+        tool(
+            "show_commit",
+            "Show a commit's message, author and diff.",
+            json!({"hash": {"type": "string"}}),
+        ),
+        tool(
+            "blame_file",
+            "Show who last changed each line of a file.",
+            json!({"path": {"type": "string"}}),
+        ),
+        tool(
+            "create_branch",
+            "Create a branch at a revision.",
+            json!({"name": {"type": "string"}}),
+        ),
+        tool(
+            "diff_revisions",
+            "The diff between two revisions.",
+            json!({"from": {"type": "string"}, "to": {"type": "string"}}),
+        ),
+    ];
+    let search = ToolSearch::new(&tools).with_ranker(EmbeddingRanker::new(model, &tools).unwrap());
+    let found = names(&search, "which commits changed the parser?", 3);
+    assert_eq!(found[0], "commits_between", "{found:?}");
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use pi_tool_embed::{EmbedError, EmbeddingModel, cosine};
+use pi_tool_embed::{EmbedError, EmbeddingModel, PACKAGE_MODEL_DIR, cosine};
 use serde::Deserialize;
 
 use common::model;
@@ -117,4 +117,32 @@ fn a_broken_model_folder_is_an_error() {
     let err = EmbeddingModel::from_dir(&dir).unwrap_err();
     assert!(matches!(err, EmbedError::Unsupported { .. }), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `from_python_package` finds the model under the folder pip installed the package into.
+#[test]
+fn the_model_loads_from_the_python_packages_folder() {
+    let Some(model) = model() else { return };
+    let dir = common::model_dir();
+    let Some(packages) = dir
+        .ancestors()
+        .nth(2)
+        .filter(|p| p.join(PACKAGE_MODEL_DIR) == dir)
+    else {
+        eprintln!(
+            "skipped: {} is not inside a pip --target folder",
+            dir.display()
+        );
+        return;
+    };
+    let loaded = EmbeddingModel::from_python_package(packages).unwrap();
+    assert_eq!(loaded.dimension(), model.dimension());
+    let text = "remove an old draft";
+    let difference = largest_difference(
+        &loaded.embed_one(text).unwrap(),
+        &model.embed_one(text).unwrap(),
+    );
+    assert!(difference < 1e-6, "{difference}");
+    let err = EmbeddingModel::from_python_package(&dir).unwrap_err();
+    assert!(matches!(err, EmbedError::MissingFile { .. }), "{err}");
 }

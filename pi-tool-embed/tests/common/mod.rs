@@ -34,7 +34,7 @@ pub(crate) fn model() -> Option<Arc<EmbeddingModel>> {
     model.clone()
 }
 
-fn model_dir() -> PathBuf {
+pub(crate) fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("PI_EMBED_MODEL") {
         return PathBuf::from(dir);
     }

@@ -1058,6 +1058,17 @@ fn starts_and_ends(events: &[AgentEvent]) -> Vec<String> {
         .collect()
 }
 
+/// Both ways of aborting while t1 is prepared: t1 was checked before the abort and is answered
+/// when it would start; t2 and t3 are answered at once, each end right after its start.
+const ABORTED_AFTER_THE_FIRST_PREPARATION: [&str; 6] = [
+    "start t1",
+    "start t2",
+    "end t2 Operation aborted",
+    "start t3",
+    "end t3 Operation aborted",
+    "end t1 Operation aborted",
+];
+
 /// A parallel batch asks the run's signal once per stretch of preparations in which nothing
 /// could have cancelled it: it asks again after the consumer's code ran (the loop paused for
 /// it) and after a tool's own code ran in preparation (`prepare_arguments`), so a call
@@ -1105,14 +1116,7 @@ async fn a_parallel_batch_sees_an_abort_made_while_its_calls_are_prepared() {
     assert_eq!(executed.load(Ordering::SeqCst), 0);
     assert_eq!(
         starts_and_ends(&events),
-        [
-            "start t1",
-            "start t2",
-            "end t2 Operation aborted",
-            "start t3",
-            "end t3 Operation aborted",
-            "end t1 Operation aborted",
-        ]
+        ABORTED_AFTER_THE_FIRST_PREPARATION
     );
 
     // The first call's `prepare_arguments` aborts (read-ahead: the consumer never runs in
@@ -1144,14 +1148,7 @@ async fn a_parallel_batch_sees_an_abort_made_while_its_calls_are_prepared() {
     assert_eq!(executed.load(Ordering::SeqCst), 0);
     assert_eq!(
         starts_and_ends(&events),
-        [
-            "start t1",
-            "start t2",
-            "end t2 Operation aborted",
-            "start t3",
-            "end t3 Operation aborted",
-            "end t1 Operation aborted",
-        ]
+        ABORTED_AFTER_THE_FIRST_PREPARATION
     );
 }
 

@@ -248,6 +248,23 @@ impl<'b> Batch<'_, 'b> {
         }
     }
 
+    /// Queues an event of a parallel batch's preparation: at once when hooks run (their code
+    /// may watch the queue), else with the stretch's others; a pause for the consumer ends
+    /// the stretch's knowledge that the run's signal is not cancelled.
+    async fn emit_in_stretch(&self, hooked: bool, stretch: &mut Stretch, event: AgentEvent) {
+        let paused = if hooked {
+            self.env.emitter.emit(event).await
+        } else {
+            self.env
+                .emitter
+                .emit_pending(&mut stretch.pending, event)
+                .await
+        };
+        if paused {
+            stretch.live = false;
+        }
+    }
+
     async fn run_parallel(
         &self,
         calls: impl Iterator<Item = ToolCallRef>,
@@ -265,18 +282,12 @@ impl<'b> Batch<'_, 'b> {
         let mut stretch = Stretch::default();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            let start = AgentEvent::ToolExecutionStart { call: call.clone() };
-            let paused = if hooked {
-                self.env.emitter.emit(start).await
-            } else {
-                self.env
-                    .emitter
-                    .emit_pending(&mut stretch.pending, start)
-                    .await
-            };
-            if paused {
-                stretch.live = false;
-            }
+            self.emit_in_stretch(
+                hooked,
+                &mut stretch,
+                AgentEvent::ToolExecutionStart { call: call.clone() },
+            )
+            .await;
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if hooked {
@@ -288,18 +299,8 @@ impl<'b> Batch<'_, 'b> {
                 Preparation::Immediate(call, result) => {
                     let mut done = self.finished(call, result, started);
                     self.record_outcome(&span, &done);
-                    let end = done.end_event();
-                    let paused = if hooked {
-                        self.env.emitter.emit(end).await
-                    } else {
-                        self.env
-                            .emitter
-                            .emit_pending(&mut stretch.pending, end)
-                            .await
-                    };
-                    if paused {
-                        stretch.live = false;
-                    }
+                    self.emit_in_stretch(hooked, &mut stretch, done.end_event())
+                        .await;
                     slots.push(Slot::Done {
                         done,
                         end_pending: false,

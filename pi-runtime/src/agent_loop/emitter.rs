@@ -121,12 +121,19 @@ impl Emitter {
         if queued < self.shared.yield_after.load(Ordering::Relaxed) {
             return false;
         }
+        self.pause_for_consumer().await;
+        true
+    }
+}
+
+impl Emitter {
+    /// Lets the consumer take the queued events before the loop goes on.
+    async fn pause_for_consumer(&self) {
         YieldToConsumer {
             yielded: false,
             shared: &self.shared,
         }
         .await;
-        true
     }
 }
 
@@ -159,11 +166,7 @@ impl Emitter {
         if self.queue_pending(pending) < yield_after {
             return false;
         }
-        YieldToConsumer {
-            yielded: false,
-            shared: &self.shared,
-        }
-        .await;
+        self.pause_for_consumer().await;
         true
     }
 
@@ -211,11 +214,7 @@ impl Emitter {
                 queue.len()
             };
             if queued >= yield_after {
-                YieldToConsumer {
-                    yielded: false,
-                    shared: &self.shared,
-                }
-                .await;
+                self.pause_for_consumer().await;
             }
         }
     }

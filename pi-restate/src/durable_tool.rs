@@ -128,6 +128,10 @@ impl AgentTool for DurableTool {
         self.inner.needs_approval(args, ctx)
     }
 
+    fn may_need_approval(&self) -> bool {
+        self.inner.may_need_approval()
+    }
+
     fn external(&self) -> bool {
         self.inner.external()
     }
@@ -229,6 +233,7 @@ mod tests {
         assert_eq!(durable.replay(), Some(Replay::Never));
         assert_eq!(durable.aborted_message(), "Probe aborted");
         assert!(durable.needs_approval(&json!({}), &ctx));
+        assert!(durable.may_need_approval());
         assert!(durable.external());
         assert_eq!(durable.annotations(), probe.annotations());
         assert_eq!(durable.output_schema(), probe.output_schema());
@@ -240,5 +245,23 @@ mod tests {
         // Applied inside the step, not by the loop.
         assert_eq!(durable.timeout(), None);
         assert!(!durable.blocking());
+    }
+
+    /// A tool that never needs approval says so through the wrapper too, so the agent loop
+    /// skips the question for durable calls as it does for the tool itself.
+    #[test]
+    fn a_durable_tool_never_needs_approval_when_its_tool_never_does() {
+        let plain = pi_tool::tool_fn("plain", "Plain.", json!({"type": "object"}), |_, _| async {
+            "ok"
+        })
+        .unwrap();
+        assert!(!plain.may_need_approval());
+        let (journal, _steps) = Journal::new();
+        let scope = CallScope {
+            session_id: Arc::from("s1"),
+            prompt: 0,
+        };
+        let durable = DurableTool::new(Arc::new(plain), journal, scope, CallLimits::default());
+        assert!(!durable.may_need_approval());
     }
 }

@@ -11,6 +11,7 @@ use pi_runtime::ThinkingLevel;
 use pi_tool::{CancellationToken, Content};
 
 use super::Setup;
+use super::model_choice::switchable;
 use crate::agent::{CodingAgent, PromptOutcome};
 use crate::render::Renderer;
 use crate::session::Session;
@@ -367,17 +368,7 @@ async fn bash(setup: &mut Setup, command: &str, exclude: bool) {
 /// models to choose from (the `--models` set, else every model with a key), numbered.
 async fn model(setup: &mut Setup, pattern: &str) {
     let chosen = if pattern.is_empty() {
-        let choices: Vec<(crate::models::ModelInfo, Option<ThinkingLevel>)> =
-            if setup.scoped.is_empty() {
-                setup
-                    .registry
-                    .available()
-                    .into_iter()
-                    .map(|m| (m.clone(), None))
-                    .collect()
-            } else {
-                setup.scoped.clone()
-            };
+        let choices = switchable(&setup.registry, &setup.scoped);
         if choices.is_empty() {
             eprintln!("No models available: set a provider's key, or add models to models.json.");
             return;

@@ -225,6 +225,23 @@ pub(super) fn scope(
     scoped
 }
 
+/// What `/model`, the model selector and `cycle_model` switch between: the `--models` set
+/// (`scoped`), else every model with a key.
+pub(super) fn switchable(
+    registry: &ModelRegistry,
+    scoped: &[(ModelInfo, Option<ThinkingLevel>)],
+) -> Vec<(ModelInfo, Option<ThinkingLevel>)> {
+    if scoped.is_empty() {
+        registry
+            .available()
+            .into_iter()
+            .map(|m| (m.clone(), None))
+            .collect()
+    } else {
+        scoped.to_vec()
+    }
+}
+
 /// This crate's own choice from `--base-url`, `--provider openai-compatible`, `PI_MODEL`,
 /// `OPENAI_BASE_URL` and the providers' keys.
 fn select_from_environment(args: &Args) -> Result<Chosen, String> {

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::Setup;
+use super::model_choice::switchable;
 use crate::agent::{AgentControl, CodingAgent};
 use crate::compaction::CompactionReason;
 use crate::events::{CompactionEnd, Observer, PiJson};
@@ -469,19 +470,8 @@ async fn agent_command(
             }
         }
         "cycle_model" => {
-            let (choices, scoped): (Vec<(ModelInfo, Option<ThinkingLevel>)>, bool) =
-                if rpc.scoped.is_empty() {
-                    (
-                        rpc.registry
-                            .available()
-                            .into_iter()
-                            .map(|m| (m.clone(), None))
-                            .collect(),
-                        false,
-                    )
-                } else {
-                    (rpc.scoped.clone(), true)
-                };
+            let choices = switchable(&rpc.registry, &rpc.scoped);
+            let scoped = !rpc.scoped.is_empty();
             if choices.len() <= 1 {
                 return ok(Some(Value::Null));
             }

@@ -15,6 +15,7 @@ use super::view::Item;
 use super::{Flow, Keys, Purpose, Ui, UiObserver};
 use crate::cli::Setup;
 use crate::cli::interactive::{FooterParts, footer_parts, session_info};
+use crate::cli::model_choice::switchable;
 use crate::session::Session;
 
 /// The commands, for the list that `/` opens.
@@ -254,17 +255,7 @@ async fn until_done<T>(
 
 /// The model selector: the `--models` set, else every model with a key; `✓` on the current.
 pub(super) fn open_model_selector(setup: &Setup, ui: &RefCell<Ui>) {
-    let choices: Vec<(crate::models::ModelInfo, Option<ThinkingLevel>)> = if setup.scoped.is_empty()
-    {
-        setup
-            .registry
-            .available()
-            .into_iter()
-            .map(|m| (m.clone(), None))
-            .collect()
-    } else {
-        setup.scoped.clone()
-    };
+    let choices = switchable(&setup.registry, &setup.scoped);
     if choices.is_empty() {
         error(
             ui,
@@ -295,17 +286,7 @@ pub(super) fn open_model_selector(setup: &Setup, ui: &RefCell<Ui>) {
 
 /// Ctrl+P: the next model of the `--models` set, else of every model with a key (saved).
 pub(super) fn cycle_model(setup: &mut Setup, ui: &RefCell<Ui>) {
-    let choices: Vec<(crate::models::ModelInfo, Option<ThinkingLevel>)> = if setup.scoped.is_empty()
-    {
-        setup
-            .registry
-            .available()
-            .into_iter()
-            .map(|m| (m.clone(), None))
-            .collect()
-    } else {
-        setup.scoped.clone()
-    };
+    let choices = switchable(&setup.registry, &setup.scoped);
     if choices.len() <= 1 {
         note(ui, "No other model to switch to");
         return;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pi_tool::{Replay, ToolCall, ToolResult};
 use serde_json::Value;
 
-use super::resume::{CallJournal, interrupted_message};
+use super::resume::{CallJournal, interrupted_message, recorded_result};
 use crate::message::{Message, ToolResultMessage};
 use crate::wait::{Decision, WaitingCall};
 use crate::wait::{NestedCallRecord, NestedWait, diverged_message};
@@ -244,10 +244,7 @@ impl NestedRecords {
                 if let Some(Message::ToolResult(recorded)) =
                     resume.finished.get(&call.id).map(Arc::as_ref)
                 {
-                    let mut result =
-                        ToolResult::new(recorded.content.clone(), recorded.details.clone());
-                    result.is_error = recorded.is_error;
-                    result
+                    recorded_result(recorded)
                 } else if resume.started.contains(&call.id) && replay_policy == Some(Replay::Never)
                 {
                     ToolResult::error(interrupted_message(&call.name, &call.id))
@@ -273,9 +270,7 @@ impl NestedRecords {
         if let Some(Message::ToolResult(recorded)) = resume.finished.get(&call.id).map(Arc::as_ref)
             && recorded.tool_name == call.name
         {
-            let mut result = ToolResult::new(recorded.content.clone(), recorded.details.clone());
-            result.is_error = recorded.is_error;
-            return self.answered(root, call, result);
+            return self.answered(root, call, recorded_result(recorded));
         }
         if resume.started.contains(&call.id) && replay_policy == Some(Replay::Never) {
             let result =

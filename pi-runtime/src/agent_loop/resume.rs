@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::context::ToolSet;
 use super::nested_wait::NestedResume;
 use crate::event::ToolCallRef;
-use crate::message::Message;
+use crate::message::{Message, ToolResultMessage};
 use crate::wait::Decision;
 
 /// Where a resumed run records that an approved call starts and what it returned, before and
@@ -71,9 +71,7 @@ impl Resumed {
     pub(super) fn settled<'a>(&'a self, call: &ToolCallRef, tools: &ToolSet) -> Settled<'a> {
         let id = call.id();
         if let Some(Message::ToolResult(recorded)) = self.finished.get(id).map(Arc::as_ref) {
-            let mut result = ToolResult::new(recorded.content.clone(), recorded.details.clone());
-            result.is_error = recorded.is_error;
-            return Settled::Result(Box::new(result));
+            return Settled::Result(Box::new(recorded_result(recorded)));
         }
         let nested = self.waits_on_nested(id);
         let arguments = match self.decisions.get(id) {
@@ -134,4 +132,11 @@ pub(crate) fn interrupted_message(tool: &str, id: &str) -> String {
          before its result was recorded, and the tool must not run twice (replay = \"never\"), so \
          it was not run again. Whether it took effect is unknown; check before retrying."
     )
+}
+
+/// The result a run store recorded for a finished call, to answer it again without running it.
+pub(super) fn recorded_result(recorded: &ToolResultMessage) -> ToolResult {
+    let mut result = ToolResult::new(recorded.content.clone(), recorded.details.clone());
+    result.is_error = recorded.is_error;
+    result
 }

@@ -6,17 +6,17 @@
 //! transcript.
 
 mod child_process;
-use child_process::wait;
+use child_process::{claim_and_finish, wait};
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{call, calls, text};
+use common::{call, calls};
 use pi_runtime::{
-    AgentContext, AgentLoopConfig, JsonFileStore, Message, Resume, RunState, RunStore,
-    ScriptedModel, StoreError, agent_loop, agent_loop_resume,
+    AgentContext, AgentLoopConfig, JsonFileStore, Message, RunState, RunStore, ScriptedModel,
+    StoreError, agent_loop,
 };
 use pi_tool::{AgentTool, CancellationToken, FnTool, Replay};
 use serde_json::{Value, json};
@@ -131,24 +131,7 @@ async fn resume_in_this_process(kind: &str, dir: &Path, run: &str) -> i32 {
     for id in undecided {
         state.approve(&id).unwrap();
     }
-    let claim = match store.claim(run, &state) {
-        Ok(claim) => claim,
-        Err(StoreError::Busy(_)) => return 3,
-        Err(err) => panic!("claim: {err}"),
-    };
-    let model = Arc::new(ScriptedModel::new([text("all done")]));
-    let stream = agent_loop_resume(
-        Resume::new(state).with_claim(claim),
-        context(dir),
-        AgentLoopConfig::new(),
-        model,
-        CancellationToken::new(),
-    )
-    .map_err(|refused| refused.error)
-    .unwrap();
-    let (_, paused) = stream.outcome().await;
-    assert!(paused.is_none());
-    0
+    claim_and_finish(&*store, run, state, context(dir)).await
 }
 
 /// The child process's side: resumes the run named by the environment, and exits.

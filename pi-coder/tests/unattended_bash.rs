@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 mod support;
-use support::{FakeServer, Script};
+use support::{FakeServer, Script, pi_against};
 
 /// The command the fake model runs: it writes a marker in the working directory, which the
 /// sandbox allows.
@@ -16,25 +16,8 @@ const COMMAND: &str = "touch created-by-pi";
 
 /// `pi` against `server` in `dir`, with no provider keys, no session, and `HOME` in `dir`.
 fn pi(server: &str, dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
-    for name in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "PI_MODEL",
-        "PI_PROVIDER",
-        "PI_CODING_AGENT_DIR",
-        "PI_SESSION_DIR",
-    ] {
-        command.env_remove(name);
-    }
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    command
-        .env("HOME", &home)
-        .args(["--base-url", server, "--model", "fake", "--no-session"])
-        .arg("--cwd")
-        .arg(dir)
-        .stdin(Stdio::null());
+    let mut command = pi_against(server, dir);
+    command.arg("--no-session");
     command
 }
 

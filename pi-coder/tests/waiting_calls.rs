@@ -11,7 +11,7 @@ use pi_tool::{CancellationToken, ToolRegistry};
 use serde_json::json;
 
 mod support;
-use support::{FakeServer, Script};
+use support::{FakeServer, Script, pi_against};
 
 fn call(id: &str, command: &str) -> AssistantMessage {
     AssistantMessage::new(
@@ -117,32 +117,10 @@ async fn a_denied_waiting_command_reaches_the_model_as_pis_declined_text() {
 /// `pi` against the fake server, in `dir`, sessions in `sessions`, with every command needing
 /// approval (`--sandbox off`).
 fn pi(server: &str, dir: &std::path::Path, sessions: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
-    for name in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "PI_MODEL",
-        "PI_PROVIDER",
-        "PI_CODING_AGENT_DIR",
-    ] {
-        command.env_remove(name);
-    }
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let mut command = pi_against(server, dir);
     command
-        .env("HOME", &home)
         .env("PI_SESSION_DIR", sessions)
-        .args([
-            "--base-url",
-            server,
-            "--model",
-            "fake",
-            "--sandbox",
-            "off",
-            "--cwd",
-        ])
-        .arg(dir)
-        .stdin(Stdio::null());
+        .args(["--sandbox", "off"]);
     command
 }
 

@@ -216,3 +216,27 @@ impl FakeServer {
         FakeServer { address, seen }
     }
 }
+
+/// `pi` against the fake server at `server` (`--model fake`), working in `dir` (`--cwd`), with
+/// no provider keys or pi settings from the environment, `HOME` in `dir/home`, and no input.
+pub fn pi_against(server: &str, dir: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    for name in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "PI_MODEL",
+        "PI_PROVIDER",
+        "PI_CODING_AGENT_DIR",
+        "PI_SESSION_DIR",
+    ] {
+        command.env_remove(name);
+    }
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    command
+        .env("HOME", &home)
+        .args(["--base-url", server, "--model", "fake", "--cwd"])
+        .arg(dir)
+        .stdin(std::process::Stdio::null());
+    command
+}

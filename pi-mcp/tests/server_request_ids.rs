@@ -145,17 +145,22 @@ fn hold_call(id: u64, tag: &str) -> Value {
            "params": {"name": "hold", "arguments": {"tag": tag}}})
 }
 
-/// Starts a `hold` call of `tag` as request `id`, waits until the tool runs, and hangs up
-/// without reading the answer.
-async fn call_and_disconnect(address: &str, session: &str, gates: &Gates, id: u64, tag: &str) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    let body = hold_call(id, tag).to_string();
+/// Writes a POST of `body` to the session's endpoint, by hand (the tests control the socket).
+async fn send_post(stream: &mut TcpStream, address: &str, session: &str, body: &str) {
     let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\n");
     for (name, value) in headers(Some(session)) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
     stream.write_all(head.as_bytes()).await.unwrap();
+}
+
+/// Starts a `hold` call of `tag` as request `id`, waits until the tool runs, and hangs up
+/// without reading the answer.
+async fn call_and_disconnect(address: &str, session: &str, gates: &Gates, id: u64, tag: &str) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let body = hold_call(id, tag).to_string();
+    send_post(&mut stream, address, session, &body).await;
     // The answer's head comes before the tool's result: read it, so the request was taken.
     let mut seen = Vec::new();
     let mut buffer = [0u8; 1024];
@@ -361,12 +366,7 @@ async fn answer_as_soon_as_it_arrives(
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": {"name": "echo", "arguments": {"text": text}}})
     .to_string();
-    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\n");
-    for (name, value) in headers(Some(session)) {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    stream.write_all(head.as_bytes()).await.unwrap();
+    send_post(&mut stream, address, session, &body).await;
     let mut seen = Vec::new();
     let mut buffer = [0u8; 4096];
     loop {

@@ -1,6 +1,7 @@
 //! The agent loop (pi's `agentLoop` / `agentLoopContinue`): hands the tools to a model, runs its
 //! tool calls, and repeats until the model stops calling tools.
 
+mod abort_flag;
 mod approve;
 mod batch;
 mod call;
@@ -280,6 +281,7 @@ fn start_with(
         limits: config.call_limits(),
         config,
         model,
+        aborted: abort_flag::AbortFlag::new(&signal),
         signal,
         options,
         emitter: Emitter::new(Arc::clone(&shared)),

@@ -686,6 +686,48 @@ async fn a_sequential_batch_stops_after_an_abort() {
     assert_eq!(model.calls(), 1);
 }
 
+#[tokio::test]
+async fn a_parallel_batch_starts_no_call_after_a_tool_aborted_the_run() {
+    // The first call's tool cancels the run's signal as it runs: the calls after it were
+    // prepared already, and none of them starts (the loop asks the signal before each start).
+    let signal = CancellationToken::new();
+    let executed: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (log, aborter) = (executed.clone(), signal.clone());
+    let tool = FnTool::value("work", move |args, _| {
+        log.lock()
+            .unwrap()
+            .push(args["value"].as_str().unwrap_or_default().to_owned());
+        aborter.cancel();
+        async { Ok(ToolResult::text("done")) }
+    });
+    let model = scripted(vec![
+        calls(vec![
+            call("t1", "work", json!({"value": "a"})),
+            call("t2", "work", json!({"value": "b"})),
+            call("t3", "work", json!({"value": "c"})),
+        ]),
+        text("never"),
+    ]);
+    let stream = agent_loop(
+        vec![Message::user("go")],
+        AgentContext::new("").with_tool(tool),
+        AgentLoopConfig::new(),
+        model.clone(),
+        signal,
+    );
+    let events = collect(stream).await;
+    assert_eq!(*executed.lock().unwrap(), ["a"]);
+    assert_eq!(
+        ends(&events),
+        vec![
+            ("t1".into(), false, "done".into()),
+            ("t2".into(), true, "Operation aborted".into()),
+            ("t3".into(), true, "Operation aborted".into())
+        ]
+    );
+    assert_eq!(model.calls(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn max_parallel_caps_concurrency() {
     let overlap = Arc::new(Overlap::default());

@@ -34,6 +34,8 @@ pub(crate) struct BatchEnv<'a> {
     /// The bounds of each call (from `config`).
     pub(crate) limits: &'a CallLimits,
     pub(crate) signal: &'a CancellationToken,
+    /// Whether `signal` is cancelled, asked without a lock.
+    pub(crate) aborted: &'a super::abort_flag::AbortFlag,
     pub(crate) state: &'a StateMap,
     pub(crate) emitter: &'a Emitter,
     pub(crate) transcript: &'a Transcript,

@@ -148,7 +148,7 @@ impl<'b> Batch<'_, 'b> {
                     suspended = Some(reason);
                 }
             }
-            if self.env.signal.is_cancelled() {
+            if self.env.aborted.is_cancelled() {
                 return Preparation::Immediate(call, ToolResult::error(ABORTED));
             }
         }
@@ -245,7 +245,7 @@ impl<'b> Batch<'_, 'b> {
             return Preparation::Immediate(call, refusal);
         }
         if !stretch.live {
-            if self.env.signal.is_cancelled() {
+            if self.env.aborted.is_cancelled() {
                 return Preparation::Immediate(call, ToolResult::error(ABORTED));
             }
             stretch.live = true;
@@ -327,7 +327,7 @@ impl<'b> Batch<'_, 'b> {
             Ok(plain) => return (plain.call, plain.future.await, plain.started),
             Err(prepared) => prepared,
         };
-        if self.env.signal.is_cancelled() {
+        if self.env.aborted.is_cancelled() {
             return (call, ToolResult::error(ABORTED), started);
         }
         let ctx = self.context(&call);
@@ -358,7 +358,7 @@ impl<'b> Batch<'_, 'b> {
         &self,
         prepared: Prepared<'b>,
     ) -> Result<PlainCall<'b>, Prepared<'b>> {
-        if !self.is_plain(prepared.tool.as_ref()) || self.env.signal.is_cancelled() {
+        if !self.is_plain(prepared.tool.as_ref()) || self.env.aborted.is_cancelled() {
             return Err(prepared);
         }
         let Prepared {
@@ -423,7 +423,7 @@ impl<'b> Batch<'_, 'b> {
         match self.host.nested_end(call.id()) {
             None => {}
             Some(NestedEnd::Diverged(message)) => result = ToolResult::error(message),
-            Some(NestedEnd::Paused(nested)) if !self.env.signal.is_cancelled() => {
+            Some(NestedEnd::Paused(nested)) if !self.env.aborted.is_cancelled() => {
                 return self.waits_on_nested(call, *nested);
             }
             Some(NestedEnd::Paused(_)) => {}

@@ -44,6 +44,8 @@ pub(crate) struct Run {
     pub(crate) limits: CallLimits,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) signal: CancellationToken,
+    /// The same signal, asked without a lock (before every call of a batch).
+    pub(crate) aborted: super::abort_flag::AbortFlag,
     pub(crate) options: StreamOptions,
     pub(crate) emitter: Emitter,
     pub(crate) clock: Clock,
@@ -258,6 +260,7 @@ impl Run {
                 config: &self.config,
                 limits: &self.limits,
                 signal: &self.signal,
+                aborted: &self.aborted,
                 state: &self.state,
                 emitter: &self.emitter,
                 transcript: &self.transcript,

@@ -243,9 +243,11 @@ impl<'b> Batch<'_, 'b> {
                 outcome.push(done);
                 continue;
             }
-            let end = done.end_event();
-            let [start, end_message] = message_events(&done.message);
-            self.env.emitter.emit_all([end, start, end_message]).await;
+            self.env.emitter.emit(done.end_event()).await;
+            self.env
+                .emitter
+                .emit_messages(std::slice::from_ref(&done.message))
+                .await;
             outcome.push(done);
         }
     }
@@ -495,8 +497,7 @@ impl<'b> Batch<'_, 'b> {
                 outcome.push(done);
             }
         }
-        let messages = outcome.results.iter().flat_map(message_events);
-        self.env.emitter.emit_all(messages).await;
+        self.env.emitter.emit_messages(&outcome.results).await;
     }
 }
 
@@ -577,16 +578,4 @@ impl<'t> Slot<'t> {
             }
         }
     }
-}
-
-/// `MessageStart` and `MessageEnd` of a message.
-fn message_events(message: &Arc<Message>) -> [AgentEvent; 2] {
-    [
-        AgentEvent::MessageStart {
-            message: Arc::clone(message),
-        },
-        AgentEvent::MessageEnd {
-            message: Arc::clone(message),
-        },
-    ]
 }

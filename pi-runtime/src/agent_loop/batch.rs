@@ -286,12 +286,23 @@ impl<'b> Batch<'_, 'b> {
         let mut stretch = Stretch::default();
         // Preparation runs in source order, one call at a time (hooks never run concurrently).
         for call in calls {
-            self.emit_in_stretch(
-                hooked,
-                &mut stretch,
+            // Made in each branch, so that a stretch's start is written straight into its
+            // `pending` (see `Emitter::stage`).
+            let paused = if hooked {
+                let start = AgentEvent::ToolExecutionStart { call: call.clone() };
+                self.env.emitter.emit(start).await
+            } else if self.env.emitter.stage(
+                &mut stretch.pending,
                 AgentEvent::ToolExecutionStart { call: call.clone() },
-            )
-            .await;
+            ) {
+                self.env.emitter.pause_for_consumer().await;
+                true
+            } else {
+                false
+            };
+            if paused {
+                stretch.live = false;
+            }
             let span = self.tool_span(&call);
             let started = self.env.clock.now();
             let preparation = if hooked {

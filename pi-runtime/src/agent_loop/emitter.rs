@@ -129,7 +129,7 @@ impl Emitter {
 
 impl Emitter {
     /// Lets the consumer take the queued events before the loop goes on.
-    async fn pause_for_consumer(&self) {
+    pub(crate) async fn pause_for_consumer(&self) {
         YieldToConsumer {
             yielded: false,
             shared: &self.shared,
@@ -156,6 +156,20 @@ impl Emitter {
     /// whether it paused. Only for events made by code that queues nothing else and that no
     /// one else watches meanwhile (see [`flush`](Self::flush)).
     pub(crate) async fn emit_pending(&self, pending: &mut Pending, event: AgentEvent) -> bool {
+        if !self.stage(pending, event) {
+            return false;
+        }
+        self.pause_for_consumer().await;
+        true
+    }
+
+    /// The part of [`emit_pending`](Self::emit_pending) before its pause: puts `event` in
+    /// `pending` (queuing `pending` when `event` fills the queue) and returns whether the loop
+    /// must now pause ([`pause_for_consumer`](Self::pause_for_consumer)). Not `async`, and
+    /// inlined: an event made in the call is written straight into `pending`, not moved there
+    /// through the futures of the callers (each move read back what had just been written).
+    #[inline]
+    pub(crate) fn stage(&self, pending: &mut Pending, event: AgentEvent) -> bool {
         let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
         let room = *pending
             .room
@@ -164,11 +178,7 @@ impl Emitter {
         if pending.events.len() < room {
             return false;
         }
-        if self.queue_pending(pending) < yield_after {
-            return false;
-        }
-        self.pause_for_consumer().await;
-        true
+        self.queue_pending(pending) >= yield_after
     }
 
     /// Queues the events waiting in `pending` (none of them pauses the loop: see

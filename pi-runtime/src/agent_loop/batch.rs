@@ -2,7 +2,7 @@
 //! sequential execution, the order of the events, and the batch's outcome. The pipeline of a
 //! single call is in `call.rs`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
@@ -16,7 +16,7 @@ use tracing::{Instrument, Span};
 use super::call::{Finished, PlainCall, Preparation, Prepared, Stretch, poll_once, poll_once_in};
 use super::clock::{Clock, Instant};
 use super::context::ToolSet;
-use super::emitter::Emitter;
+use super::emitter::{Emitter, MakeEvents};
 use super::host::{BatchHost, NestedParts};
 use super::resume::Resumed;
 use super::run::ABORTED;
@@ -435,7 +435,7 @@ impl<'b> Batch<'_, 'b> {
         // The ends of the calls that finished on their first poll.
         self.env
             .emitter
-            .emit_all(PendingEnds(slots.iter_mut()))
+            .emit_made(PendingEnds(slots.iter_mut()))
             .await;
 
         if let Some(mut running) = running {
@@ -512,15 +512,25 @@ impl<'b> Batch<'_, 'b> {
     }
 }
 
-/// The ends of the calls that finished on their first poll, in source order (a named
-/// iterator: a closure here would trip the `Send` check of the loop's future).
+/// The ends of the calls that finished on their first poll, in source order, made in the
+/// queue (a named type: a closure here would trip the `Send` check of the loop's future).
 struct PendingEnds<'s, 't>(std::slice::IterMut<'s, Slot<'t>>);
 
-impl Iterator for PendingEnds<'_, '_> {
-    type Item = AgentEvent;
-
-    fn next(&mut self) -> Option<AgentEvent> {
-        self.0.find_map(Slot::pending_end)
+impl MakeEvents for PendingEnds<'_, '_> {
+    #[inline]
+    fn push_next(&mut self, queue: &mut VecDeque<AgentEvent>) -> bool {
+        for slot in self.0.by_ref() {
+            if let Slot::Done {
+                done,
+                end_pending: pending @ true,
+            } = slot
+            {
+                *pending = false;
+                done.push_end_event(queue);
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -557,20 +567,6 @@ impl<'t> Slot<'t> {
                 *self = other;
                 None
             }
-        }
-    }
-
-    /// The end event of a call that finished on its first poll, once.
-    fn pending_end(&mut self) -> Option<AgentEvent> {
-        match self {
-            Slot::Done {
-                done,
-                end_pending: pending @ true,
-            } => {
-                *pending = false;
-                Some(done.end_event())
-            }
-            _ => None,
         }
     }
 

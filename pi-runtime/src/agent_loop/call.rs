@@ -2,6 +2,7 @@
 //! `before_tool_call`, abort checks), execution with its `ToolContext`, `after_tool_call`, and
 //! the result message.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -80,10 +81,7 @@ impl Finished {
     pub(super) fn end_event(&mut self) -> AgentEvent {
         let call = self.call.take().expect("a call's end event is made once");
         if let Some(paused) = &self.paused {
-            return AgentEvent::ToolCallWaiting {
-                call,
-                waiting: Box::new(paused.0.clone()),
-            };
+            return waiting_event(call, &paused.0);
         }
         AgentEvent::ToolExecutionEnd {
             call,
@@ -93,6 +91,34 @@ impl Finished {
             usage: self.usage.take(),
             duration_ms: self.duration_ms,
         }
+    }
+
+    /// [`end_event`](Self::end_event), made in `queue`'s own memory (see
+    /// [`Emitter::emit_made`](super::emitter::Emitter::emit_made)).
+    #[inline]
+    pub(super) fn push_end_event(&mut self, queue: &mut VecDeque<AgentEvent>) {
+        let call = self.call.take().expect("a call's end event is made once");
+        if let Some(paused) = &self.paused {
+            queue.push_back(waiting_event(call, &paused.0));
+            return;
+        }
+        queue.push_back(AgentEvent::ToolExecutionEnd {
+            call,
+            result: Arc::clone(&self.message),
+            is_error: self.is_error,
+            terminate: self.terminate,
+            usage: self.usage.take(),
+            duration_ms: self.duration_ms,
+        });
+    }
+}
+
+/// The `ToolCallWaiting` of a call that waits on a call it made from code.
+#[cold]
+fn waiting_event(call: ToolCallRef, waiting: &WaitingCall) -> AgentEvent {
+    AgentEvent::ToolCallWaiting {
+        call,
+        waiting: Box::new(waiting.clone()),
     }
 }
 

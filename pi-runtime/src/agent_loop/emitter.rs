@@ -199,71 +199,77 @@ impl Emitter {
     }
 }
 
+/// Events made where the queue takes them: [`Emitter::emit_made`].
+pub(crate) trait MakeEvents {
+    /// Pushes the next event onto `queue`; `false` when there is none left.
+    fn push_next(&mut self, queue: &mut VecDeque<AgentEvent>) -> bool;
+}
+
 impl Emitter {
-    /// Queues several events under one lock (in chunks, pausing like [`emit`](Self::emit)).
-    /// Takes any iterator, so a batch's events need not be collected first.
+    /// Queues the events `events` makes, in order, under one lock per chunk; pauses at the
+    /// same events as [`emit`](Self::emit) of each would.
     ///
     /// Each chunk queues at least one event, even when the queue is already at `yield_after`:
     /// a tool's updates are queued from outside the loop, and a tool that sends them faster
     /// than the consumer takes them would otherwise refill the queue before every resume, and
     /// the loop would wait for room forever (its run never ending, even after an abort).
-    pub(crate) async fn emit_all<I>(&self, events: I)
-    where
-        I: IntoIterator<Item = AgentEvent>,
-    {
-        let mut events = events.into_iter().peekable();
-        while events.peek().is_some() {
+    ///
+    /// Each event is made in the queue's own memory: an event made elsewhere and then moved
+    /// into the queue is read back (48 bytes) right after the stores that wrote it, which the
+    /// CPU cannot forward from its store buffer (a stall of about 2% of W1 per event moved).
+    pub(crate) async fn emit_made(&self, mut events: impl MakeEvents) {
+        let mut more = true;
+        while more {
             let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
-            let queued = {
+            let (queued, pushed) = {
                 let mut queue = self.shared.lock();
-                for event in events.by_ref() {
-                    queue.push_back(event);
+                let mut pushed = false;
+                loop {
+                    if !events.push_next(&mut queue) {
+                        more = false;
+                        break;
+                    }
+                    pushed = true;
                     if queue.len() >= yield_after {
                         break;
                     }
                 }
-                queue.len()
+                (queue.len(), pushed)
             };
-            if queued >= yield_after {
+            if pushed && queued >= yield_after {
                 self.pause_for_consumer().await;
             }
         }
     }
+
+    /// Queues `MessageStart` and `MessageEnd` of each message, in order (see
+    /// [`emit_made`](Self::emit_made)).
+    pub(crate) async fn emit_messages(&self, messages: &[Arc<Message>]) {
+        self.emit_made(MessageEvents { messages, next: 0 }).await;
+    }
 }
 
-impl Emitter {
-    /// Queues `MessageStart` and `MessageEnd` of each message, in order, pausing like
-    /// [`emit_all`](Self::emit_all) (each chunk queues at least one event).
-    ///
-    /// Each event is made in the queue's own memory: an event made on the stack and then moved
-    /// into the queue is read back (48 bytes) right after the stores that wrote it, which the
-    /// CPU cannot forward, and that stall cost about 2% of W1 per event moved.
-    pub(crate) async fn emit_messages(&self, messages: &[Arc<Message>]) {
-        // The next event: message `next / 2`, its start when `next` is even.
-        let mut next = 0;
-        let total = messages.len() * 2;
-        while next < total {
-            let yield_after = self.shared.yield_after.load(Ordering::Relaxed);
-            let queued = {
-                let mut queue = self.shared.lock();
-                while next < total {
-                    let message = Arc::clone(&messages[next / 2]);
-                    if next % 2 == 0 {
-                        queue.push_back(AgentEvent::MessageStart { message });
-                    } else {
-                        queue.push_back(AgentEvent::MessageEnd { message });
-                    }
-                    next += 1;
-                    if queue.len() >= yield_after {
-                        break;
-                    }
-                }
-                queue.len()
-            };
-            if queued >= yield_after {
-                self.pause_for_consumer().await;
-            }
+/// `MessageStart` and `MessageEnd` of each message.
+struct MessageEvents<'m> {
+    messages: &'m [Arc<Message>],
+    /// The next event: message `next / 2`, its start when `next` is even.
+    next: usize,
+}
+
+impl MakeEvents for MessageEvents<'_> {
+    #[inline]
+    fn push_next(&mut self, queue: &mut VecDeque<AgentEvent>) -> bool {
+        let Some(message) = self.messages.get(self.next / 2) else {
+            return false;
+        };
+        let message = Arc::clone(message);
+        if self.next.is_multiple_of(2) {
+            queue.push_back(AgentEvent::MessageStart { message });
+        } else {
+            queue.push_back(AgentEvent::MessageEnd { message });
         }
+        self.next += 1;
+        true
     }
 }
 
@@ -306,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn emit_all_gets_its_events_out_while_tool_updates_keep_the_queue_full() {
+    fn emit_made_gets_its_events_out_while_tool_updates_keep_the_queue_full() {
         // Lockstep: the loop pauses after every event. A tool's update (any event queued from
         // outside, here `agent_start`) is already queued when the loop wants to emit, and
         // another arrives each time the consumer has taken the queue.
@@ -314,14 +320,15 @@ mod tests {
         shared.set_yield_after(1);
         let emitter = Emitter::new(Arc::clone(&shared));
         let mut cx = Context::from_waker(noop_waker_ref());
-        let mut emitting = pin!(emitter.emit_all([AgentEvent::TurnStart, AgentEvent::TurnStart]));
+        let message = [Arc::new(Message::user("hi"))];
+        let mut emitting = pin!(emitter.emit_messages(&message));
         let mut emitted = 0;
         for _ in 0..4 {
             shared.push_now(AgentEvent::AgentStart);
             let done = emitting.as_mut().poll(&mut cx).is_ready();
             emitted += drain(&shared)
                 .iter()
-                .filter(|kind| **kind == "turn_start")
+                .filter(|kind| kind.starts_with("message_"))
                 .count();
             if done {
                 break;
@@ -364,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn emit_messages_queues_and_pauses_as_emit_all_of_the_same_events() {
+    fn emit_messages_queues_and_pauses_as_emit_of_each_event() {
         let messages: Vec<Arc<Message>> = ["a", "b", "c"]
             .into_iter()
             .map(|text| Arc::new(Message::user(text)))
@@ -383,19 +390,21 @@ mod tests {
         };
         for yield_after in 1..=7 {
             for updates in [false, true] {
-                let all = Shared::new();
-                all.set_yield_after(yield_after);
-                let by_all = pauses(
-                    &all,
-                    Emitter::new(Arc::clone(&all)).emit_all(events()),
-                    updates,
-                );
+                let one_by_one = Shared::new();
+                one_by_one.set_yield_after(yield_after);
+                let emitter = Emitter::new(Arc::clone(&one_by_one));
+                let emit_each = async {
+                    for event in events() {
+                        emitter.emit(event).await;
+                    }
+                };
+                let by_emit = pauses(&one_by_one, emit_each, updates);
                 let each = Shared::new();
                 each.set_yield_after(yield_after);
                 let emitter = Emitter::new(Arc::clone(&each));
                 let by_messages = pauses(&each, emitter.emit_messages(&messages), updates);
                 assert_eq!(
-                    by_messages, by_all,
+                    by_messages, by_emit,
                     "yield_after {yield_after}, updates {updates}"
                 );
             }

@@ -16,6 +16,10 @@
 //! Without either variable it says so and measures nothing (CI does not run it).
 //! `PI_EMBED_WEIGHT` sets the fused ranking's embedding weight (default 0.7, chosen on
 //! MetaTool's even-numbered questions: the table gives them and the odd-numbered ones apart).
+//! `PI_EMBED_MODEL` may name any folder [`EmbeddingModel::from_dir`] loads, all-mpnet-base-v2's
+//! too (see the README). `PI_RETRIEVAL_EVERY=N` asks every N-th question only (numbered from 0,
+//! so an odd N still takes even- and odd-numbered ones): a larger model embeds each question
+//! twice per run (the embeddings-alone ranking and the fused one).
 
 #[path = "../../pi-tool/benches/retrieval/set.rs"]
 mod set;
@@ -66,9 +70,15 @@ fn main() {
         .ok()
         .and_then(|w| w.parse::<f32>().ok())
         .unwrap_or(DEFAULT_EMBEDDING_WEIGHT);
+    let every = std::env::var("PI_RETRIEVAL_EVERY")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1);
     let set = DataSet::load(Path::new(&folder));
+    let asked = set.questions.len().div_ceil(every);
     println!(
-        "{} tools, {} questions; {}",
+        "{} tools, {} questions ({asked} asked: every {every}); {}",
         set.tools.len(),
         set.questions.len(),
         set.source
@@ -97,7 +107,7 @@ fn main() {
     let mut hits: BTreeMap<String, [Hits; RANKINGS]> = BTreeMap::new();
     let mut time_lexical = Duration::ZERO;
     let mut time_fused = Duration::ZERO;
-    for (i, question) in set.questions.iter().enumerate() {
+    for (i, question) in set.questions.iter().enumerate().step_by(every) {
         let plain_names: Vec<String> = plain
             .search(&question.query, 10)
             .into_iter()
@@ -157,7 +167,7 @@ fn main() {
             row[3].recall_at_5(),
         );
     }
-    let questions = set.questions.len().max(1) as f64;
+    let questions = asked.max(1) as f64;
     let (_, peak) = memory();
     println!();
     println!(

@@ -4,6 +4,7 @@
 mod error;
 mod fusion;
 mod model;
+mod mpnet;
 mod ranker;
 mod tool_text;
 

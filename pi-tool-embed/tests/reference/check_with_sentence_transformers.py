@@ -1,7 +1,8 @@
-"""Checks tests/fixtures/minilm_reference.json against sentence-transformers itself: the
-official library's embeddings of the fixture's texts, from the same model folder, and the
-largest difference per text (2026-12-05: sentence-transformers 6.3.0, torch 2.15.0, at most
-2.5e-7 on all six texts; the crate's test allows 1e-4).
+"""Checks tests/fixtures/minilm_reference.json and mpnet_reference.json against
+sentence-transformers itself: the official library's embeddings of the fixture's texts, from the
+same model folder, and the largest difference per text (2026-12-05: sentence-transformers 6.3.0,
+torch 2.15.0, transformers 5.25.0; at most 2.5e-7 on all six texts for all-MiniLM-L6-v2, 2.9e-7
+for all-mpnet-base-v2; the crate's tests allow 1e-4).
 
 torch on PyPI needs its CUDA libraries even on the CPU, so this is run by hand, not in CI:
 
@@ -11,6 +12,7 @@ torch on PyPI needs its CUDA libraries even on the CPU, so this is run by hand, 
     pip install --target /tmp/st/lib sentence-transformers==6.3.0 kernels==0.19.1
     HF_HUB_OFFLINE=1 PYTHONPATH=/tmp/st/torch:/tmp/st/cuda:/tmp/st/lib \
         python3 check_with_sentence_transformers.py MODEL_DIR ../fixtures/minilm_reference.json
+    (the same with the all-mpnet-base-v2 folder and ../fixtures/mpnet_reference.json)
 
 Exit status 1 when a text differs by more than 1e-5.
 """

@@ -647,9 +647,8 @@ async fn abort_in_before_tool_call_runs_no_tool() {
     );
 }
 
-#[tokio::test]
-async fn a_sequential_batch_stops_after_an_abort() {
-    let signal = CancellationToken::new();
+/// A tool `work` that logs its `value` and cancels `signal` as it runs; the log.
+fn work_that_aborts(signal: &CancellationToken) -> (FnTool, Arc<Mutex<Vec<String>>>) {
     let executed: Arc<Mutex<Vec<String>>> = Arc::default();
     let (log, aborter) = (executed.clone(), signal.clone());
     let tool = FnTool::value("work", move |args, _| {
@@ -659,6 +658,13 @@ async fn a_sequential_batch_stops_after_an_abort() {
         aborter.cancel();
         async { Ok(ToolResult::text("done")) }
     });
+    (tool, executed)
+}
+
+#[tokio::test]
+async fn a_sequential_batch_stops_after_an_abort() {
+    let signal = CancellationToken::new();
+    let (tool, executed) = work_that_aborts(&signal);
     let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential);
     let model = scripted(vec![
         calls(vec![
@@ -691,15 +697,7 @@ async fn a_parallel_batch_starts_no_call_after_a_tool_aborted_the_run() {
     // The first call's tool cancels the run's signal as it runs: the calls after it were
     // prepared already, and none of them starts (the loop asks the signal before each start).
     let signal = CancellationToken::new();
-    let executed: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (log, aborter) = (executed.clone(), signal.clone());
-    let tool = FnTool::value("work", move |args, _| {
-        log.lock()
-            .unwrap()
-            .push(args["value"].as_str().unwrap_or_default().to_owned());
-        aborter.cancel();
-        async { Ok(ToolResult::text("done")) }
-    });
+    let (tool, executed) = work_that_aborts(&signal);
     let model = scripted(vec![
         calls(vec![
             call("t1", "work", json!({"value": "a"})),

@@ -71,23 +71,32 @@ class MiniLM:
     def linear(self, x, name):
         return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
 
+    # The names of each layer's attention weights: BERT's here, MPNet's in its class.
+    ATTENTION = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+                 "out": "attention.output.dense", "norm": "attention.output.LayerNorm"}
+
     def embed(self, text):
         ids = np.array(self.tokenizer.encode(text).ids)
-        w, n, heads = self.w, len(ids), self.heads
-        size = self.hidden // heads
+        w, n = self.w, len(ids)
         x = (w["embeddings.word_embeddings.weight"][ids]
              + w["embeddings.position_embeddings.weight"][:n]
              + w["embeddings.token_type_embeddings.weight"][0])
-        x = self.norm(x, "embeddings.LayerNorm")
+        return self.encode(self.norm(x, "embeddings.LayerNorm"), bias=0.0)
+
+    def encode(self, x, bias):
+        """The layers over the embedded tokens `x` (`bias` added to every attention score),
+        then the mean of the token vectors, scaled to length 1; and the token count."""
+        n, heads, names = len(x), self.heads, self.ATTENTION
+        size = self.hidden // heads
         for layer in range(self.layers):
             p = f"encoder.layer.{layer}."
-            q, k, v = (self.linear(x, p + f"attention.self.{part}").reshape(n, heads, size).transpose(1, 0, 2)
-                       for part in ("query", "key", "value"))
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
+            q, k, v = (self.linear(x, p + names[part]).reshape(n, heads, size).transpose(1, 0, 2)
+                       for part in ("q", "k", "v"))
+            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size) + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ v).transpose(1, 0, 2).reshape(n, self.hidden)
-            x = self.norm(self.linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            x = self.norm(self.linear(context, p + names["out"]) + x, p + names["norm"])
             h = self.linear(x, p + "intermediate.dense")
             h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
             x = self.norm(self.linear(h, p + "output.dense") + x, p + "output.LayerNorm")
@@ -96,6 +105,9 @@ class MiniLM:
 
 
 class MPNet(MiniLM):
+    ATTENTION = {"q": "attention.attn.q", "k": "attention.attn.k", "v": "attention.attn.v",
+                 "out": "attention.attn.o", "norm": "attention.LayerNorm"}
+
     def __init__(self, folder):
         super().__init__(folder)
         config = json.load(open(f"{folder}/config.json"))
@@ -115,27 +127,12 @@ class MPNet(MiniLM):
 
     def embed(self, text):
         ids = np.array(self.tokenizer.encode(text).ids)
-        w, n, heads = self.w, len(ids), self.heads
-        size = self.hidden // heads
+        w, n = self.w, len(ids)
         positions = np.arange(1, n + 1) + self.pad
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][positions]
-        x = self.norm(x, "embeddings.LayerNorm")
         relative = np.arange(n)[None, :] - np.arange(n)[:, None]
         bias = w["encoder.relative_attention_bias.weight"][self.bucket(relative)].transpose(2, 0, 1)
-        for layer in range(self.layers):
-            p = f"encoder.layer.{layer}."
-            q, k, v = (self.linear(x, p + f"attention.attn.{part}").reshape(n, heads, size).transpose(1, 0, 2)
-                       for part in ("q", "k", "v"))
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size) + bias
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(1, 0, 2).reshape(n, self.hidden)
-            x = self.norm(self.linear(context, p + "attention.attn.o") + x, p + "attention.LayerNorm")
-            h = self.linear(x, p + "intermediate.dense")
-            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
-            x = self.norm(self.linear(h, p + "output.dense") + x, p + "output.LayerNorm")
-        pooled = x.mean(0)
-        return pooled / np.linalg.norm(pooled), n
+        return self.encode(self.norm(x, "embeddings.LayerNorm"), bias)
 
 
 if __name__ == "__main__":

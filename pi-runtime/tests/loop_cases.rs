@@ -647,8 +647,13 @@ async fn abort_in_before_tool_call_runs_no_tool() {
     );
 }
 
-/// A tool `work` that logs its `value` and cancels `signal` as it runs; the log.
-fn work_that_aborts(signal: &CancellationToken) -> (FnTool, Arc<Mutex<Vec<String>>>) {
+/// One batch of calls `t1`, `t2`, ... of a tool `work` that logs its `value` and cancels the
+/// run as it runs: the values that ran, the calls' ends, and how many times the model was asked.
+async fn a_batch_whose_tool_aborts(
+    config: AgentLoopConfig,
+    values: &[&str],
+) -> (Vec<String>, Vec<(String, bool, String)>, usize) {
+    let signal = CancellationToken::new();
     let executed: Arc<Mutex<Vec<String>>> = Arc::default();
     let (log, aborter) = (executed.clone(), signal.clone());
     let tool = FnTool::value("work", move |args, _| {
@@ -658,21 +663,12 @@ fn work_that_aborts(signal: &CancellationToken) -> (FnTool, Arc<Mutex<Vec<String
         aborter.cancel();
         async { Ok(ToolResult::text("done")) }
     });
-    (tool, executed)
-}
-
-#[tokio::test]
-async fn a_sequential_batch_stops_after_an_abort() {
-    let signal = CancellationToken::new();
-    let (tool, executed) = work_that_aborts(&signal);
-    let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential);
-    let model = scripted(vec![
-        calls(vec![
-            call("t1", "work", json!({"value": "a"})),
-            call("t2", "work", json!({"value": "b"})),
-        ]),
-        text("never"),
-    ]);
+    let batch = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| call(&format!("t{}", i + 1), "work", json!({ "value": value })))
+        .collect();
+    let model = scripted(vec![calls(batch), text("never")]);
     let stream = agent_loop(
         vec![Message::user("go")],
         AgentContext::new("").with_tool(tool),
@@ -681,49 +677,41 @@ async fn a_sequential_batch_stops_after_an_abort() {
         signal,
     );
     let events = collect(stream).await;
-    assert_eq!(*executed.lock().unwrap(), ["a"]);
+    let executed = executed.lock().unwrap().clone();
+    (executed, ends(&events), model.calls())
+}
+
+#[tokio::test]
+async fn a_sequential_batch_stops_after_an_abort() {
+    let config = AgentLoopConfig::new().tool_execution(ToolExecution::Sequential);
+    let (executed, ends, model_calls) = a_batch_whose_tool_aborts(config, &["a", "b"]).await;
+    assert_eq!(executed, ["a"]);
     assert_eq!(
-        ends(&events),
+        ends,
         vec![
             ("t1".into(), false, "done".into()),
             ("t2".into(), true, "Operation aborted".into())
         ]
     );
-    assert_eq!(model.calls(), 1);
+    assert_eq!(model_calls, 1);
 }
 
 #[tokio::test]
 async fn a_parallel_batch_starts_no_call_after_a_tool_aborted_the_run() {
     // The first call's tool cancels the run's signal as it runs: the calls after it were
     // prepared already, and none of them starts (the loop asks the signal before each start).
-    let signal = CancellationToken::new();
-    let (tool, executed) = work_that_aborts(&signal);
-    let model = scripted(vec![
-        calls(vec![
-            call("t1", "work", json!({"value": "a"})),
-            call("t2", "work", json!({"value": "b"})),
-            call("t3", "work", json!({"value": "c"})),
-        ]),
-        text("never"),
-    ]);
-    let stream = agent_loop(
-        vec![Message::user("go")],
-        AgentContext::new("").with_tool(tool),
-        AgentLoopConfig::new(),
-        model.clone(),
-        signal,
-    );
-    let events = collect(stream).await;
-    assert_eq!(*executed.lock().unwrap(), ["a"]);
+    let (executed, ends, model_calls) =
+        a_batch_whose_tool_aborts(AgentLoopConfig::new(), &["a", "b", "c"]).await;
+    assert_eq!(executed, ["a"]);
     assert_eq!(
-        ends(&events),
+        ends,
         vec![
             ("t1".into(), false, "done".into()),
             ("t2".into(), true, "Operation aborted".into()),
             ("t3".into(), true, "Operation aborted".into())
         ]
     );
-    assert_eq!(model.calls(), 1);
+    assert_eq!(model_calls, 1);
 }
 
 #[tokio::test(start_paused = true)]

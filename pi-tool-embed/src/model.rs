@@ -54,42 +54,42 @@ enum Encoder {
     MpNet(MpNetModel),
 }
 
-impl EmbeddingModel {
-    /// Loads the model in `dir`. A missing file is an [`EmbedError::MissingFile`] naming it and
-    /// how to install the model.
-    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
-        let dir = dir.as_ref();
-        let weights = required(dir, "model.safetensors")?;
-        let tokenizer_file = required(dir, "tokenizer.json")?;
-        let config_file = required(dir, "config.json")?;
+/// An encoder and what the rest of the model needs to know of its `config.json`.
+struct Loaded {
+    encoder: Encoder,
+    dimension: usize,
+    /// How many tokens its position embeddings cover.
+    positions: usize,
+    /// Its padding token, when `config.json` says (else the tokenizer's file does).
+    pad_id: Option<u32>,
+}
 
-        let config_text = std::fs::read_to_string(&config_file)
-            .map_err(|err| EmbedError::file(&config_file, err))?;
-        let parse_error = |err| EmbedError::file(&config_file, err);
-        let kind: ModelType = serde_json::from_str(&config_text).map_err(parse_error)?;
+impl Encoder {
+    /// The encoder `config_file` names (`model_type`, BERT when absent), with `weights`.
+    fn load(config_file: &Path, weights: &Path, device: &Device) -> Result<Loaded, EmbedError> {
+        let config_text = std::fs::read_to_string(config_file)
+            .map_err(|err| EmbedError::file(config_file, err))?;
+        let parse_error = |err| EmbedError::file(config_file, err);
         let unsupported = |message: String| EmbedError::Unsupported {
-            path: config_file.clone(),
+            path: config_file.to_path_buf(),
             message,
         };
-
-        let device = Device::Cpu;
+        let weights_error = |err| EmbedError::file(weights, err);
         let load_weights = || {
-            let tensors = candle_core::safetensors::load(&weights, &device)
-                .map_err(|err| EmbedError::file(&weights, err))?;
-            Ok::<_, EmbedError>(VarBuilder::from_tensors(tensors, DType::F32, &device))
+            let tensors = candle_core::safetensors::load(weights, device).map_err(weights_error)?;
+            Ok::<_, EmbedError>(VarBuilder::from_tensors(tensors, DType::F32, device))
         };
-        let (encoder, dimension, positions, pad_id) = match kind
-            .model_type
-            .as_deref()
-            .unwrap_or("bert")
-        {
+        let kind: ModelType = serde_json::from_str(&config_text).map_err(parse_error)?;
+        match kind.model_type.as_deref().unwrap_or("bert") {
             "bert" => {
                 let config: Config = serde_json::from_str(&config_text).map_err(parse_error)?;
-                let bert = BertModel::load(load_weights()?, &config)
-                    .map_err(|err| EmbedError::file(&weights, err))?;
-                // BERT's padding comes from the tokenizer's file (below).
-                let positions = config.max_position_embeddings;
-                (Encoder::Bert(bert), config.hidden_size, positions, None)
+                let bert = BertModel::load(load_weights()?, &config).map_err(weights_error)?;
+                Ok(Loaded {
+                    encoder: Encoder::Bert(bert),
+                    dimension: config.hidden_size,
+                    positions: config.max_position_embeddings,
+                    pad_id: None,
+                })
             }
             "mpnet" => {
                 let config: MpNetConfig =
@@ -100,21 +100,40 @@ impl EmbeddingModel {
                         config.hidden_act
                     )));
                 }
-                let mpnet = MpNetModel::load(load_weights()?, &config)
-                    .map_err(|err| EmbedError::file(&weights, err))?;
-                // Positions start after the padding token's id: two fewer tokens fit.
-                let positions = config
-                    .max_position_embeddings
-                    .saturating_sub(config.pad_token_id as usize + 1);
-                let pad_id = Some(config.pad_token_id);
-                (Encoder::MpNet(mpnet), config.hidden_size, positions, pad_id)
+                let mpnet = MpNetModel::load(load_weights()?, &config).map_err(weights_error)?;
+                Ok(Loaded {
+                    encoder: Encoder::MpNet(mpnet),
+                    dimension: config.hidden_size,
+                    // Positions start after the padding token's id: that many fewer tokens fit.
+                    positions: config
+                        .max_position_embeddings
+                        .saturating_sub(config.pad_token_id as usize + 1),
+                    pad_id: Some(config.pad_token_id),
+                })
             }
-            other => {
-                return Err(unsupported(format!(
-                    "model_type is \"{other}\"; BERT (\"bert\") and MPNet (\"mpnet\") encoders run here"
-                )));
-            }
-        };
+            other => Err(unsupported(format!(
+                "model_type is \"{other}\"; BERT (\"bert\") and MPNet (\"mpnet\") encoders run here"
+            ))),
+        }
+    }
+}
+
+impl EmbeddingModel {
+    /// Loads the model in `dir`. A missing file is an [`EmbedError::MissingFile`] naming it and
+    /// how to install the model.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, EmbedError> {
+        let dir = dir.as_ref();
+        let weights = required(dir, "model.safetensors")?;
+        let tokenizer_file = required(dir, "tokenizer.json")?;
+        let config_file = required(dir, "config.json")?;
+
+        let device = Device::Cpu;
+        let Loaded {
+            encoder,
+            dimension,
+            positions,
+            pad_id,
+        } = Encoder::load(&config_file, &weights, &device)?;
         let max_tokens = sentence_length(dir)?.unwrap_or(positions).min(positions);
 
         let mut tokenizer = Tokenizer::from_file(&tokenizer_file)

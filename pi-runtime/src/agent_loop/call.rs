@@ -94,7 +94,9 @@ impl Finished {
     }
 
     /// [`end_event`](Self::end_event), made in `queue`'s own memory (see
-    /// [`Emitter::emit_made`](super::emitter::Emitter::emit_made)).
+    /// [`Emitter::emit_made`](super::emitter::Emitter::emit_made)). Written out again rather
+    /// than `queue.push_back(self.end_event())`: the event built on the stack and then moved is
+    /// the store-forwarding stall 47a0dc4 measured away in W1 (-33 instructions per call).
     #[inline]
     pub(super) fn push_end_event(&mut self, queue: &mut VecDeque<AgentEvent>) {
         let call = self.call.take().expect("a call's end event is made once");

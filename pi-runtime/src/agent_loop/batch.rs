@@ -13,7 +13,9 @@ use futures_util::stream::FuturesUnordered;
 use pi_tool::{CallLimits, CancellationToken, Deadline, ExecutionMode, StateMap, ToolResult};
 use tracing::{Instrument, Span};
 
-use super::call::{Finished, PlainCall, Preparation, Prepared, Stretch, poll_once, poll_once_in};
+use super::call::{
+    Finished, PlainCall, Preparation, Prepared, Stretch, poll_once, poll_once_in, waiting_event,
+};
 use super::clock::{Clock, Instant};
 use super::context::ToolSet;
 use super::emitter::{Emitter, MakeEvents};
@@ -133,12 +135,7 @@ impl BatchOutcome {
     /// Records a call that waits, and tells listeners; returns whether the loop paused for the
     /// consumer meanwhile.
     async fn wait(&mut self, emitter: &Emitter, call: ToolCallRef, waiting: WaitingCall) -> bool {
-        let paused = emitter
-            .emit(AgentEvent::ToolCallWaiting {
-                call,
-                waiting: Box::new(waiting.clone()),
-            })
-            .await;
+        let paused = emitter.emit(waiting_event(call, &waiting)).await;
         self.waiting.push(waiting);
         paused
     }

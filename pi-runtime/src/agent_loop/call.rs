@@ -117,7 +117,7 @@ impl Finished {
 
 /// The `ToolCallWaiting` of a call that waits on a call it made from code.
 #[cold]
-fn waiting_event(call: ToolCallRef, waiting: &WaitingCall) -> AgentEvent {
+pub(super) fn waiting_event(call: ToolCallRef, waiting: &WaitingCall) -> AgentEvent {
     AgentEvent::ToolCallWaiting {
         call,
         waiting: Box::new(waiting.clone()),
@@ -533,7 +533,8 @@ impl<'b> Batch<'_, 'b> {
 pub(super) struct Stretch {
     /// The run's signal was found not cancelled and nothing that could cancel it has run since
     /// (no pause for the consumer, no hook, no code of a tool's or a run store's), so it is not
-    /// asked again (asking takes a lock).
+    /// asked again. Asking is one atomic load now (`AbortFlag`), but dropping this skip was
+    /// measured 1-3% slower in W1 (same instruction count, 13 alternate runs each, 2026-12-05).
     pub(super) live: bool,
     /// The events made so far and not queued yet (the calls' starts, the ends of those refused
     /// at once), queued together.

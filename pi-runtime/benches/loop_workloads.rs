@@ -5,7 +5,8 @@
 //! cargo bench -p pi-runtime --bench loop_workloads                 # ours only
 //! cargo bench -p pi-runtime --bench loop_workloads -- --compare     # ours and pi (node), with ratios
 //! options: --only W1,W4  --runs N  --warmup N  --pi-json FILE (reuse a pi result)  --pi-sh PATH
-//!          --parts (time the per-call pieces that come from pi-tool, outside the loop)
+//!          --parts (time the per-call pieces that come from pi-tool, outside the loop, and
+//!          the contract's floor: the direct run plus what pi's events and transcript ask)
 //!          --traced (W1 also with spans recorded: `W1-spans` in a tracing-subscriber registry,
 //!          `W1-otel` through tracing-opentelemetry and the OpenTelemetry SDK)
 //!          --keep-heap (our children keep freed memory, as node's heap does: see below)
@@ -479,16 +480,7 @@ fn parts() {
     use pi_tool::{PreparedArguments, ToolContext, ToolResult, execute_prepared, prepare_call};
 
     fn time_per_call(mut round: impl FnMut() -> usize) -> f64 {
-        let mut samples: Vec<f64> = (0..40)
-            .map(|_| {
-                let started = Instant::now();
-                let calls = round();
-                started.elapsed().as_secs_f64() * 1e9 / calls as f64
-            })
-            .skip(10)
-            .collect();
-        samples.sort_by(f64::total_cmp);
-        samples[samples.len() / 2]
+        time_rounds(&mut (), |_| {}, |_| round())
     }
 
     let echo = EchoTool;
@@ -544,7 +536,29 @@ fn parts() {
             .filter(|result| !result.is_error)
             .count()
     });
+    // The same, but each result is kept until the round ends (dropped before the next round's
+    // timer), as a transcript keeps every result: what keeping alone costs.
+    let direct_kept = time_rounds(
+        &mut Vec::<ToolResult>::with_capacity(calls.len()),
+        Vec::clear,
+        |kept| {
+            kept.extend(
+                calls
+                    .iter()
+                    .filter_map(|call| registry.run(call).now_or_never()),
+            );
+            kept.len()
+        },
+    );
     let cancelled = time_per_call(|| (0..1000).filter(|_| !signal.is_cancelled()).count());
+    // The least any loop does per call under the event contract, with none of the loop's own
+    // machinery: the direct run, then each obligation the contract adds (`contract_floor`).
+    let floor = [
+        Obligation::ResultMessage,
+        Obligation::Events,
+        Obligation::Transcript,
+    ]
+    .map(|upto| contract_floor(&registry, &calls, upto));
     println!("\n# per-call pieces outside the loop (ns per call, median)");
     println!("pi_tool::prepare_call, valid echo args (W1):    {valid:>7.0}");
     println!("pi_tool::prepare_call, invalid args (W4):       {invalid:>7.0}");
@@ -554,6 +568,124 @@ fn parts() {
     );
     println!("CancellationToken::is_cancelled:                {cancelled:>7.0}");
     println!("ToolRegistry::run(echo), the whole pipeline:    {direct:>7.0}");
+    println!("the same, each result kept until the round ends: {direct_kept:>7.0}");
+    for (what, ns) in [
+        "the contract's floor: + the result message kept:",
+        "                      + its four events:        ",
+        "                      + the transcript:         ",
+    ]
+    .iter()
+    .zip(floor)
+    {
+        println!("{what} {ns:>7.0}  ({:.2}x the direct run)", ns / direct);
+    }
+}
+
+/// Median of 30 rounds (after 10 to warm up), in ns per call: `reset` runs before each
+/// round's timer (to drop what the last round kept), `round` returns how many calls it made.
+fn time_rounds<S>(
+    state: &mut S,
+    mut reset: impl FnMut(&mut S),
+    mut round: impl FnMut(&mut S) -> usize,
+) -> f64 {
+    let mut samples: Vec<f64> = (0..40)
+        .map(|_| {
+            reset(state);
+            let started = Instant::now();
+            let calls = round(state);
+            started.elapsed().as_secs_f64() * 1e9 / calls as f64
+        })
+        .skip(10)
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// How much of a call's obligations under pi's event contract [`contract_floor`] does.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Obligation {
+    /// The result message, with its copies of the call's id and name, kept until the run ends.
+    ResultMessage,
+    /// Also `ToolExecutionStart`, `ToolExecutionEnd`, `MessageStart` and `MessageEnd`, each
+    /// owning its data, through a queue to a consumer that drops them.
+    Events,
+    /// Also the message in the transcript, which is dropped when the run ends.
+    Transcript,
+}
+
+/// Times the least a loop must do per call under pi's event contract, as plain code: the
+/// direct run of the call, then what `upto` adds. No clock (not even the message's
+/// timestamp), no scheduling, no hooks, no async stream. The run's new messages are kept past
+/// the timer, as W1 keeps them, and dropped before the next round, as W1's go between runs.
+fn contract_floor(
+    registry: &pi_tool::ToolRegistry,
+    calls: &[pi_tool::ToolCall],
+    upto: Obligation,
+) -> f64 {
+    use futures_util::FutureExt;
+    use pi_runtime::{ToolCallRef, ToolResultMessage};
+    use std::collections::VecDeque;
+
+    let blocks = calls
+        .iter()
+        .map(|c| call(c.id.clone(), &c.name, c.arguments.clone()))
+        .collect();
+    let message = Arc::new(Message::Assistant(assistant(blocks, StopReason::ToolUse)));
+    let template = ToolResultMessage::new(String::new(), String::new(), Vec::new());
+    time_rounds(
+        &mut Vec::new(),
+        Vec::clear,
+        |new_messages: &mut Vec<Arc<Message>>| {
+            let mut transcript: Vec<Arc<Message>> = Vec::with_capacity(calls.len());
+            let mut queue: VecDeque<AgentEvent> = VecDeque::with_capacity(64);
+            let mut events = 0;
+            new_messages.reserve(calls.len());
+            for (index, tool_call) in calls.iter().enumerate() {
+                let call = ToolCallRef::new(Arc::clone(&message), index).expect("a tool call");
+                if upto >= Obligation::Events {
+                    queue.push_back(AgentEvent::ToolExecutionStart { call: call.clone() });
+                }
+                let result = registry
+                    .run(tool_call)
+                    .now_or_never()
+                    .expect("echo finishes at once");
+                // The template's clone allocates nothing: it saves `new`'s clock read.
+                let mut answer = template.clone();
+                answer.tool_call_id = tool_call.id.clone();
+                answer.tool_name = tool_call.name.clone();
+                answer.content = result.content;
+                answer.details = result.details;
+                answer.is_error = result.is_error;
+                let answer = Arc::new(Message::ToolResult(answer));
+                if upto >= Obligation::Events {
+                    queue.push_back(AgentEvent::ToolExecutionEnd {
+                        call,
+                        result: Arc::clone(&answer),
+                        is_error: result.is_error,
+                        terminate: result.terminate,
+                        usage: None,
+                        duration_ms: 0,
+                    });
+                    queue.push_back(AgentEvent::MessageStart {
+                        message: Arc::clone(&answer),
+                    });
+                    queue.push_back(AgentEvent::MessageEnd {
+                        message: Arc::clone(&answer),
+                    });
+                }
+                if upto >= Obligation::Transcript {
+                    transcript.push(Arc::clone(&answer));
+                }
+                new_messages.push(answer);
+                while let Some(event) = queue.pop_front() {
+                    events += usize::from(!matches!(event, AgentEvent::AgentStart));
+                }
+            }
+            let expected = if upto >= Obligation::Events { 4 } else { 0 };
+            assert_eq!(events, expected * calls.len());
+            calls.len()
+        },
+    )
 }
 
 fn fmt_num(x: f64, decimals: usize) -> String {

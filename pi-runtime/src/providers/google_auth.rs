@@ -1,20 +1,27 @@
-//! Google Cloud's Application Default Credentials, for Vertex AI: the key file
-//! `GOOGLE_APPLICATION_CREDENTIALS` names (a service account's key: a JWT signed with its key,
-//! exchanged at its `token_uri`), or gcloud's `application_default_credentials.json` (a user's
-//! refresh token, exchanged at the same OAuth endpoint). Tokens are kept and refreshed five
-//! minutes before they expire; one refresh runs at a time.
+//! Google Cloud's Application Default Credentials, for Vertex AI, looked for in the order
+//! Google's libraries use: the file `GOOGLE_APPLICATION_CREDENTIALS` names (a service
+//! account's key: a JWT signed with its key, exchanged at its `token_uri`), else gcloud's
+//! `application_default_credentials.json` (a user's refresh token, exchanged at the same OAuth
+//! endpoint), else the metadata server of the machine (GCE, GKE, Cloud Run: see
+//! [`metadata_server`]). Tokens are kept and refreshed five minutes before they expire; one
+//! refresh runs at a time.
 //!
-//! The `token_uri` of the file is used when it has one (service-account keys always do), so a
-//! test can point the exchange at a local server.
+//! The `token_uri` of the file is used when it has one (service-account keys always do), and
+//! `GCE_METADATA_HOST` names the metadata server, so a test can point either at a local server.
+
+mod metadata_server;
 
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
 use super::entra_id::TokenFuture;
+use metadata_server::MetadataServer;
 
 /// Google's OAuth token endpoint (the default `token_uri`).
 pub(crate) const GOOGLE_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
@@ -34,6 +41,12 @@ pub trait GoogleTokenProvider: Send + Sync {
     /// A current access token, or why there is none (said to the user as it is, and never
     /// holding a secret).
     fn token(&self) -> TokenFuture<'_>;
+
+    /// The project the credentials belong to, used by a model that has none set and finds
+    /// none in the environment (default: none).
+    fn project(&self) -> Pin<Box<dyn Future<Output = Option<String>> + Send + '_>> {
+        Box::pin(async { None })
+    }
 }
 
 impl GoogleTokenProvider for super::StaticToken {
@@ -74,13 +87,27 @@ enum Grant {
         client_email: String,
         key_id: Option<String>,
         key: jsonwebtoken::EncodingKey,
+        token_uri: String,
     },
     /// A user's refresh token (gcloud's `auth application-default login`).
     RefreshToken {
         client_id: String,
         client_secret: String,
         refresh_token: String,
+        token_uri: String,
     },
+    /// No file: the machine's metadata server gives the tokens.
+    MetadataServer(MetadataServer),
+}
+
+impl Grant {
+    fn kind(&self) -> &'static str {
+        match self {
+            Grant::ServiceAccount { .. } => "service_account",
+            Grant::RefreshToken { .. } => "authorized_user",
+            Grant::MetadataServer(_) => "metadata_server",
+        }
+    }
 }
 
 /// A token and when it stops being used.
@@ -89,22 +116,24 @@ struct Cached {
     refresh_at: Instant,
 }
 
-/// Application Default Credentials: a service account's key file or gcloud's user credentials,
-/// exchanged for access tokens that are kept and refreshed five minutes before they expire.
+/// Application Default Credentials: a service account's key file, gcloud's user credentials
+/// or the metadata server of a Google Cloud machine, giving access tokens that are kept and
+/// refreshed five minutes before they expire.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), String> {
 /// use pi_runtime::providers::ApplicationDefaultCredentials;
 ///
-/// // GOOGLE_APPLICATION_CREDENTIALS, else ~/.config/gcloud/application_default_credentials.json
+/// // GOOGLE_APPLICATION_CREDENTIALS, else ~/.config/gcloud/application_default_credentials.json,
+/// // else the metadata server (on GCE, GKE, Cloud Run).
 /// let credentials = ApplicationDefaultCredentials::from_env()?;
-/// println!("signed in from {}", credentials.path().display());
+/// println!("signing in with {}", credentials.source());
+/// let token = credentials.access_token().await?;
 /// # Ok(()) }
 /// ```
 pub struct ApplicationDefaultCredentials {
-    path: PathBuf,
+    path: Option<PathBuf>,
     grant: Grant,
-    token_uri: String,
     project: Option<String>,
     cached: tokio::sync::Mutex<Option<Cached>>,
     client: std::sync::OnceLock<Result<reqwest::Client, String>>,
@@ -113,15 +142,18 @@ pub struct ApplicationDefaultCredentials {
 /// The key and tokens are never shown.
 impl fmt::Debug for ApplicationDefaultCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.grant {
-            Grant::ServiceAccount { .. } => "service_account",
-            Grant::RefreshToken { .. } => "authorized_user",
+        let mut debug = f.debug_struct("ApplicationDefaultCredentials");
+        debug.field("type", &self.grant.kind());
+        if let Some(path) = &self.path {
+            debug.field("path", path);
+        }
+        match &self.grant {
+            Grant::ServiceAccount { token_uri, .. } | Grant::RefreshToken { token_uri, .. } => {
+                debug.field("token_uri", token_uri)
+            }
+            Grant::MetadataServer(server) => debug.field("metadata_server", server),
         };
-        f.debug_struct("ApplicationDefaultCredentials")
-            .field("path", &self.path)
-            .field("type", &kind)
-            .field("token_uri", &self.token_uri)
-            .finish_non_exhaustive()
+        debug.finish_non_exhaustive()
     }
 }
 
@@ -132,7 +164,10 @@ pub(crate) const ADC_ADVICE: &str = "set GOOGLE_APPLICATION_CREDENTIALS to a ser
 impl ApplicationDefaultCredentials {
     /// The credentials Google's libraries find: the file `GOOGLE_APPLICATION_CREDENTIALS`
     /// names, else gcloud's `application_default_credentials.json` (under
-    /// `$CLOUDSDK_CONFIG`, else `~/.config/gcloud`, or `%APPDATA%\gcloud` on Windows).
+    /// `$CLOUDSDK_CONFIG`, else `~/.config/gcloud`, or `%APPDATA%\gcloud` on Windows), else
+    /// the metadata server (`GCE_METADATA_HOST`, else `metadata.google.internal`, then
+    /// `GCE_METADATA_IP`, else `169.254.169.254`), unless `NO_GCE_CHECK=true`. The metadata
+    /// server is asked at the first token: when it does not answer, that says what to set.
     pub fn from_env() -> Result<Self, String> {
         Self::find(|name| std::env::var(name).ok())
     }
@@ -143,24 +178,51 @@ impl ApplicationDefaultCredentials {
         if let Some(path) = var("GOOGLE_APPLICATION_CREDENTIALS") {
             return Self::from_file(path);
         }
-        let folder = var("CLOUDSDK_CONFIG")
-            .map(PathBuf::from)
-            .or_else(|| {
-                if cfg!(windows) {
-                    var("APPDATA").map(|dir| Path::new(&dir).join("gcloud"))
-                } else {
-                    var("HOME").map(|home| Path::new(&home).join(".config").join("gcloud"))
+        let folder = var("CLOUDSDK_CONFIG").map(PathBuf::from).or_else(|| {
+            if cfg!(windows) {
+                var("APPDATA").map(|dir| Path::new(&dir).join("gcloud"))
+            } else {
+                var("HOME").map(|home| Path::new(&home).join(".config").join("gcloud"))
+            }
+        });
+        let not_found = match folder {
+            Some(folder) => {
+                let path = folder.join("application_default_credentials.json");
+                if path.exists() {
+                    return Self::from_file(path);
                 }
-            })
-            .ok_or_else(|| format!("No Google Cloud credentials: {ADC_ADVICE}"))?;
-        let path = folder.join("application_default_credentials.json");
-        if !path.exists() {
+                format!(
+                    "GOOGLE_APPLICATION_CREDENTIALS is not set and {} does not exist",
+                    path.display()
+                )
+            }
+            None => {
+                "GOOGLE_APPLICATION_CREDENTIALS is not set and there is no home folder".to_owned()
+            }
+        };
+        if var("NO_GCE_CHECK").as_deref() == Some("true") {
             return Err(format!(
-                "No Google Cloud credentials (GOOGLE_APPLICATION_CREDENTIALS is not set and {} does not exist): {ADC_ADVICE}",
-                path.display()
+                "No Google Cloud credentials ({not_found}; NO_GCE_CHECK=true leaves out the \
+                 metadata server): {ADC_ADVICE}"
             ));
         }
-        Self::from_file(path)
+        Ok(Self::with_grant(
+            None,
+            Grant::MetadataServer(MetadataServer::find(&var, not_found)),
+            None,
+        ))
+    }
+
+    /// The metadata server of the Google Cloud machine this runs on (GCE, GKE, Cloud Run), at
+    /// `GCE_METADATA_HOST` (else `metadata.google.internal`, then `GCE_METADATA_IP`, else
+    /// `169.254.169.254`), whatever files there are.
+    pub fn metadata_server() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self::with_grant(
+            None,
+            Grant::MetadataServer(MetadataServer::find(&var, String::new())),
+            None,
+        )
     }
 
     /// The credentials of one file: a service account's key or gcloud's user credentials.
@@ -192,12 +254,13 @@ impl ApplicationDefaultCredentials {
                 path.display()
             ),
         })?;
-        let (grant, token_uri, project) = match file {
+        let token_uri = |uri: Option<String>| uri.unwrap_or_else(|| GOOGLE_TOKEN_URI.to_owned());
+        let (grant, project) = match file {
             CredentialFile::ServiceAccount {
                 client_email,
                 private_key,
                 private_key_id,
-                token_uri,
+                token_uri: uri,
                 project_id,
             } => {
                 let key = jsonwebtoken::EncodingKey::from_rsa_pem(private_key.as_bytes()).map_err(
@@ -208,51 +271,74 @@ impl ApplicationDefaultCredentials {
                         )
                     },
                 )?;
-                (
-                    Grant::ServiceAccount {
-                        client_email,
-                        key_id: private_key_id,
-                        key,
-                    },
-                    token_uri,
-                    project_id,
-                )
+                let grant = Grant::ServiceAccount {
+                    client_email,
+                    key_id: private_key_id,
+                    key,
+                    token_uri: token_uri(uri),
+                };
+                (grant, project_id)
             }
             CredentialFile::AuthorizedUser {
                 client_id,
                 client_secret,
                 refresh_token,
-                token_uri,
+                token_uri: uri,
                 quota_project_id,
-            } => (
-                Grant::RefreshToken {
+            } => {
+                let grant = Grant::RefreshToken {
                     client_id,
                     client_secret,
                     refresh_token,
-                },
-                token_uri,
-                quota_project_id,
-            ),
+                    token_uri: token_uri(uri),
+                };
+                (grant, quota_project_id)
+            }
         };
-        Ok(ApplicationDefaultCredentials {
+        Ok(Self::with_grant(Some(path), grant, project))
+    }
+
+    fn with_grant(path: Option<PathBuf>, grant: Grant, project: Option<String>) -> Self {
+        ApplicationDefaultCredentials {
             path,
             grant,
-            token_uri: token_uri.unwrap_or_else(|| GOOGLE_TOKEN_URI.to_owned()),
             project,
             cached: tokio::sync::Mutex::new(None),
             client: std::sync::OnceLock::new(),
-        })
+        }
     }
 
-    /// The file the credentials came from.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The file the credentials came from (none for the metadata server).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Where the tokens come from, for messages: `the credentials in {file}` or `the metadata
+    /// server at {url}`.
+    pub fn source(&self) -> String {
+        match (&self.grant, &self.path) {
+            (Grant::MetadataServer(server), _) => {
+                format!("the metadata server at {}", server.root())
+            }
+            (_, Some(path)) => format!("the credentials in {}", path.display()),
+            (_, None) => "Application Default Credentials".to_owned(),
+        }
     }
 
     /// The project the file names (a service account's `project_id`, a user's
-    /// `quota_project_id`), used when no project is set.
+    /// `quota_project_id`), used when no project is set. The metadata server's is asked by
+    /// [`project_id`](Self::project_id).
     pub fn project(&self) -> Option<&str> {
         self.project.as_deref()
+    }
+
+    /// The project: the file's, or the metadata server's `project/project-id` (asked once,
+    /// then kept; none when it does not answer).
+    pub async fn project_id(&self) -> Option<String> {
+        match &self.grant {
+            Grant::MetadataServer(server) => server.project_id(self.client().ok()?).await,
+            _ => self.project.clone(),
+        }
     }
 
     /// A current access token: the kept one while more than five minutes are left of it, else
@@ -273,50 +359,8 @@ impl ApplicationDefaultCredentials {
         Ok(token)
     }
 
-    /// Asks the token endpoint for a new token; returns it and how long it lives.
-    async fn exchange(&self) -> Result<(String, Duration), String> {
-        let form = match &self.grant {
-            Grant::ServiceAccount {
-                client_email,
-                key_id,
-                key,
-            } => {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
-                let claims = serde_json::json!({
-                    "iss": client_email,
-                    "scope": CLOUD_PLATFORM_SCOPE,
-                    "aud": self.token_uri,
-                    "iat": now,
-                    "exp": now + ASSERTION_LIFETIME,
-                });
-                let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-                header.kid = key_id.clone();
-                let assertion = jsonwebtoken::encode(&header, &claims, key).map_err(|err| {
-                    format!(
-                        "Could not sign the service account's token request ({}): {err}",
-                        self.path.display()
-                    )
-                })?;
-                form_urlencoded::Serializer::new(String::new())
-                    .append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
-                    .append_pair("assertion", &assertion)
-                    .finish()
-            }
-            Grant::RefreshToken {
-                client_id,
-                client_secret,
-                refresh_token,
-            } => form_urlencoded::Serializer::new(String::new())
-                .append_pair("grant_type", "refresh_token")
-                .append_pair("client_id", client_id)
-                .append_pair("client_secret", client_secret)
-                .append_pair("refresh_token", refresh_token)
-                .finish(),
-        };
-        let client = self
-            .client
+    fn client(&self) -> Result<&reqwest::Client, String> {
+        self.client
             .get_or_init(|| {
                 super::http::build_client(&super::settings::Settings::new(
                     "",
@@ -325,53 +369,128 @@ impl ApplicationDefaultCredentials {
                     &[],
                 ))
             })
-            .clone()?;
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Asks for a new token; returns it and how long it lives.
+    async fn exchange(&self) -> Result<(String, Duration), String> {
+        let client = self.client()?;
+        let (form, token_uri) = match &self.grant {
+            Grant::MetadataServer(server) => return server.token(client).await,
+            Grant::ServiceAccount {
+                client_email,
+                key_id,
+                key,
+                token_uri,
+            } => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let claims = serde_json::json!({
+                    "iss": client_email,
+                    "scope": CLOUD_PLATFORM_SCOPE,
+                    "aud": token_uri,
+                    "iat": now,
+                    "exp": now + ASSERTION_LIFETIME,
+                });
+                let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+                header.kid = key_id.clone();
+                let assertion = jsonwebtoken::encode(&header, &claims, key).map_err(|err| {
+                    format!(
+                        "Could not sign the service account's token request ({}): {err}",
+                        self.source()
+                    )
+                })?;
+                let form = form_urlencoded::Serializer::new(String::new())
+                    .append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
+                    .append_pair("assertion", &assertion)
+                    .finish();
+                (form, token_uri)
+            }
+            Grant::RefreshToken {
+                client_id,
+                client_secret,
+                refresh_token,
+                token_uri,
+            } => {
+                let form = form_urlencoded::Serializer::new(String::new())
+                    .append_pair("grant_type", "refresh_token")
+                    .append_pair("client_id", client_id)
+                    .append_pair("client_secret", client_secret)
+                    .append_pair("refresh_token", refresh_token)
+                    .finish();
+                (form, token_uri)
+            }
+        };
         let failed = |detail: String| {
             format!(
-                "Could not get a Google Cloud access token from {} with the credentials in {}: {detail} ({ADC_ADVICE})",
-                self.token_uri,
-                self.path.display()
+                "Could not get a Google Cloud access token from {token_uri} with {}: {detail} ({ADC_ADVICE})",
+                self.source()
             )
         };
-        let send = client
-            .post(&self.token_uri)
+        let request = client
+            .post(token_uri)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(form)
-            .send();
-        let response = tokio::time::timeout(EXCHANGE_TIMEOUT, send)
-            .await
-            .map_err(|_| failed(format!("no answer within {EXCHANGE_TIMEOUT:?}")))?
-            .map_err(|err| failed(format!("connection failed: {err}")))?;
-        let status = response.status();
-        let text = tokio::time::timeout(EXCHANGE_TIMEOUT, response.text())
-            .await
-            .map_err(|_| failed(format!("no answer within {EXCHANGE_TIMEOUT:?}")))?
-            .map_err(|err| failed(format!("reading the answer failed: {err}")))?;
+            .body(form);
+        let (status, _, text) = send(request, EXCHANGE_TIMEOUT).await.map_err(failed)?;
         let answer: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         if !status.is_success() {
-            // OAuth errors: {"error": "invalid_grant", "error_description": "..."}; the
-            // description never holds the credential.
-            let code = answer["error"].as_str().unwrap_or_default();
-            let description = answer["error_description"].as_str().unwrap_or_default();
-            let detail = match (code, description) {
-                ("", "") => status.to_string(),
-                (code, "") => format!("{status}: {code}"),
-                (code, description) => format!("{status}: {code}: {description}"),
-            };
-            return Err(failed(detail));
+            return Err(failed(oauth_error(status, &answer)));
         }
-        let token = answer["access_token"]
-            .as_str()
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| failed("the answer has no access_token".to_owned()))?;
-        let lifetime = Duration::from_secs(answer["expires_in"].as_u64().unwrap_or(3600));
-        Ok((token.to_owned(), lifetime))
+        token_of(&answer).map_err(failed)
     }
+}
+
+/// Sends a request and reads its answer, both within `timeout`: the status, headers and body,
+/// or what went wrong (a connection that failed, no answer in time).
+async fn send(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<(reqwest::StatusCode, reqwest::header::HeaderMap, String), String> {
+    let no_answer = || format!("no answer within {timeout:?}");
+    let response = tokio::time::timeout(timeout, request.send())
+        .await
+        .map_err(|_| no_answer())?
+        .map_err(|err| format!("connection failed: {err}"))?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = tokio::time::timeout(timeout, response.text())
+        .await
+        .map_err(|_| no_answer())?
+        .map_err(|err| format!("reading the answer failed: {err}"))?;
+    Ok((status, headers, text))
+}
+
+/// An OAuth error answer, said as `{status}: {error}: {error_description}` (the description
+/// never holds the credential).
+fn oauth_error(status: reqwest::StatusCode, answer: &serde_json::Value) -> String {
+    let code = answer["error"].as_str().unwrap_or_default();
+    let description = answer["error_description"].as_str().unwrap_or_default();
+    match (code, description) {
+        ("", "") => status.to_string(),
+        (code, "") => format!("{status}: {code}"),
+        (code, description) => format!("{status}: {code}: {description}"),
+    }
+}
+
+/// The token of an OAuth answer (`access_token`, `expires_in`, an hour when it has none).
+fn token_of(answer: &serde_json::Value) -> Result<(String, Duration), String> {
+    let token = answer["access_token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| "the answer has no access_token".to_owned())?;
+    let lifetime = Duration::from_secs(answer["expires_in"].as_u64().unwrap_or(3600));
+    Ok((token.to_owned(), lifetime))
 }
 
 impl GoogleTokenProvider for ApplicationDefaultCredentials {
     fn token(&self) -> TokenFuture<'_> {
         Box::pin(self.access_token())
+    }
+
+    fn project(&self) -> Pin<Box<dyn Future<Output = Option<String>> + Send + '_>> {
+        Box::pin(self.project_id())
     }
 }
 
@@ -423,11 +542,30 @@ mod tests {
     }
 
     #[test]
-    fn no_credentials_anywhere_says_what_to_set() {
+    fn without_a_file_the_metadata_server_is_next_unless_no_gce_check() {
         let dir = std::env::temp_dir().join("pi-runtime-adc-none");
         let home = dir.to_string_lossy().into_owned();
+        let credentials = ApplicationDefaultCredentials::find(|name| match name {
+            "HOME" | "APPDATA" => Some(home.clone()),
+            "GCE_METADATA_HOST" => Some("127.0.0.1:9".to_owned()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(credentials.path(), None);
+        assert_eq!(
+            credentials.source(),
+            "the metadata server at http://127.0.0.1:9/computeMetadata/v1"
+        );
+        let debug = format!("{credentials:?}");
+        assert!(debug.contains("metadata_server"), "{debug}");
+        assert!(
+            debug.contains("http://169.254.169.254/computeMetadata/v1"),
+            "{debug}"
+        );
+
         let err = ApplicationDefaultCredentials::find(|name| match name {
             "HOME" | "APPDATA" => Some(home.clone()),
+            "NO_GCE_CHECK" => Some("true".to_owned()),
             _ => None,
         })
         .unwrap_err();
@@ -437,6 +575,7 @@ mod tests {
             ),
             "{err}"
         );
+        assert!(err.contains("NO_GCE_CHECK=true"), "{err}");
         assert!(
             err.contains("gcloud auth application-default login"),
             "{err}"

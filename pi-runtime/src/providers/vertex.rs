@@ -374,31 +374,45 @@ async fn sign_in(
         ));
     }
     let timeout = settings.first_byte_timeout;
-    let (token, advice, project) = match &vertex.token_provider {
-        Some(provider) => {
-            let token = tokio::time::timeout(timeout, provider.token())
-                .await
-                .map_err(|_| {
-                    format!("No Google Cloud access token within {timeout:?} (the token provider did not answer)")
-                })?
-                .map_err(|err| format!("Could not get a Google Cloud access token: {err}"))?;
-            let advice = "check the access token: it must be current and for an account with \
-                          the Vertex AI User role on the project"
-                .to_owned();
-            (token, advice, None)
-        }
+    let lazy;
+    let (provider, advice): (&dyn super::GoogleTokenProvider, String) = match &vertex.token_provider
+    {
+        Some(provider) => (
+            provider.as_ref(),
+            "check the access token: it must be current and for an account with the Vertex AI \
+             User role on the project"
+                .to_owned(),
+        ),
         None => {
-            let credentials = vertex.credentials.get()?;
-            let token = tokio::time::timeout(timeout, credentials.access_token())
-                .await
-                .map_err(|_| format!("No Google Cloud access token within {timeout:?}"))??;
+            lazy = vertex.credentials.get()?;
             let advice = format!(
-                "check the credentials in {} (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth \
-                 application-default login`): the account needs the Vertex AI User role on the project",
-                credentials.path().display()
+                "check {} (GOOGLE_APPLICATION_CREDENTIALS, `gcloud auth application-default \
+                 login`, or the machine's service account): the account needs the Vertex AI User \
+                 role on the project",
+                lazy.source()
             );
-            (token, advice, credentials.project().map(str::to_owned))
+            (lazy.as_ref(), advice)
         }
+    };
+    let token = tokio::time::timeout(timeout, provider.token())
+        .await
+        .map_err(|_| {
+            format!(
+                "No Google Cloud access token within {timeout:?} (the credentials did not answer)"
+            )
+        })?
+        .map_err(|err| match vertex.token_provider {
+            Some(_) => format!("Could not get a Google Cloud access token: {err}"),
+            None => err,
+        })?;
+    // The credentials' project only when none is set: the metadata server is asked for it.
+    let project = if vertex.project.is_none() && first(&PROJECT_VARIABLES, &env).is_none() {
+        tokio::time::timeout(timeout, provider.project())
+            .await
+            .ok()
+            .flatten()
+    } else {
+        None
     };
     Ok((
         SignIn {

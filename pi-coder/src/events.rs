@@ -2,7 +2,7 @@
 //! session events (compaction, the steering queue), and pi's JSON for each, the lines of
 //! `--mode json` and `--mode rpc` (`AgentSessionEvent` in pi 0.73.1's `agent-session.ts`).
 
-use pi_runtime::{AgentEvent, AssistantEvent, AssistantMessage, Message};
+use pi_runtime::{AgentEvent, AssistantEvent, AssistantMessage, Message, WaitingCall};
 use pi_tool::ToolResult;
 use serde_json::{Value, json};
 
@@ -173,17 +173,23 @@ impl PiJson {
             }),
             AgentEvent::RunPaused { waiting } => json!({
                 "type": "run_paused",
-                "waiting": waiting.iter().map(|call| json!({
-                    "toolCallId": call.id,
-                    "toolName": call.tool,
-                    "args": call.arguments,
-                    "reason": call.reason,
-                    "kind": call.kind.as_str(),
-                })).collect::<Vec<_>>(),
+                "waiting": waiting.iter().map(Self::waiting_call).collect::<Vec<_>>(),
             }),
             // Any other event pi does not have: its name only.
             other => json!({"type": other.kind()}),
         }
+    }
+
+    /// A call that waits for a decision, as `run_paused` and RPC's `get_waiting_calls` list
+    /// it: `toolCallId`, `toolName`, `args`, `reason`, `kind`.
+    pub fn waiting_call(call: &WaitingCall) -> Value {
+        json!({
+            "toolCallId": call.id,
+            "toolName": call.tool,
+            "args": call.arguments,
+            "reason": call.reason,
+            "kind": call.kind.as_str(),
+        })
     }
 
     /// pi's `compaction_start`.

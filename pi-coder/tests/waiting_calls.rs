@@ -348,3 +348,140 @@ fn in_json_mode_pi_c_gives_the_resumed_run_s_events_as_json_on_stdout() {
     assert!(!stderr.contains("✓ bash"), "{stderr}");
     assert_eq!(server.seen().len(), 2);
 }
+
+/// `pi --mode rpc` (with `extra` arguments) given `commands`, one JSON line each, its input
+/// then closed: pi finishes what runs and leaves. Its stdout's JSON lines.
+fn rpc(
+    mut command: Command,
+    extra: &[&str],
+    commands: &[serde_json::Value],
+) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    let mut child = command
+        .args(extra)
+        .args(["--mode", "rpc"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pi");
+    let mut stdin = child.stdin.take().unwrap();
+    for command in commands {
+        writeln!(stdin, "{command}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("wait for pi");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    json_lines(&output.stdout)
+}
+
+/// The response to the command with `id`, and where it is among `lines`.
+fn response<'a>(lines: &'a [serde_json::Value], id: &str) -> (usize, &'a serde_json::Value) {
+    lines
+        .iter()
+        .enumerate()
+        .find(|(_, line)| line["type"] == "response" && line["id"] == id)
+        .unwrap_or_else(|| panic!("no response to {id} in {lines:#?}"))
+}
+
+#[test]
+fn pi_c_in_rpc_mode_lists_the_waiting_command_and_resume_waiting_settles_it() {
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let marker = project.path().join("created-by-pi");
+    let first = pi(&server.address, project.path(), sessions.path())
+        .args(["-p", "run it"])
+        .output()
+        .expect("run pi");
+    assert_eq!(first.status.code(), Some(3));
+
+    let lines = rpc(
+        pi(&server.address, project.path(), sessions.path()),
+        &["-c"],
+        &[
+            json!({"id": "state", "type": "get_state"}),
+            json!({"id": "list", "type": "get_waiting_calls"}),
+            json!({"id": "unknown", "type": "resume_waiting", "decisions": {"call_9": true}}),
+            json!({"id": "undecided", "type": "resume_waiting", "decisions": {}}),
+            json!({"id": "neither", "type": "resume_waiting"}),
+            json!({"id": "settle", "type": "resume_waiting", "decisions": {"call_1": true}}),
+            json!({"id": "again", "type": "resume_waiting", "approve": true}),
+            json!({"id": "after", "type": "get_waiting_calls"}),
+        ],
+    );
+    let shown = format!("{lines:#?}");
+    assert_eq!(
+        response(&lines, "state").1["data"]["waitingCallCount"],
+        1,
+        "{shown}"
+    );
+    let listed = &response(&lines, "list").1["data"]["waiting"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(listed[0]["toolCallId"], "call_1");
+    assert_eq!(listed[0]["toolName"], "bash");
+    assert_eq!(listed[0]["args"]["command"], "touch created-by-pi");
+    assert_eq!(listed[0]["kind"], "approval");
+    for (id, error) in [
+        ("unknown", "No call call_9 is waiting (waiting: call_1)"),
+        ("undecided", "No decision for call_1"),
+        ("neither", "Either \"approve\": true|false"),
+        ("again", "No calls are waiting"),
+    ] {
+        let refused = response(&lines, id).1;
+        assert_eq!(refused["success"], false, "{shown}");
+        let text = refused["error"].as_str().unwrap_or_default();
+        assert!(text.contains(error), "{id}: {text}");
+    }
+    // Settled: the response first, then the resumed run's events; the command ran and the
+    // model read its result.
+    let (at, settled) = response(&lines, "settle");
+    assert_eq!(settled["success"], true, "{shown}");
+    let end = lines
+        .iter()
+        .position(|e| e["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {shown}"));
+    assert!(at < end, "{shown}");
+    assert_eq!(lines[end]["toolName"], "bash");
+    assert_eq!(lines[end]["isError"], false, "{shown}");
+    assert!(marker.exists(), "the approved command ran");
+    assert_eq!(server.seen().len(), 2);
+    let after = &response(&lines, "after").1["data"]["waiting"];
+    assert_eq!(after.as_array().map(Vec::len), Some(0), "{shown}");
+}
+
+#[test]
+fn in_rpc_mode_resume_waiting_declines_and_the_model_reads_pis_declined_text() {
+    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
+    let project = tempfile::tempdir().unwrap();
+    let mut command = pi_against(&server.address, project.path());
+    command.args(["--no-session", "--sandbox", "off"]);
+    let lines = rpc(
+        command,
+        &[],
+        &[
+            json!({"id": "run", "type": "prompt", "message": "run it"}),
+            json!({"id": "decline", "type": "resume_waiting", "approve": false}),
+        ],
+    );
+    let shown = format!("{lines:#?}");
+    assert!(lines.iter().any(|e| e["type"] == "run_paused"), "{shown}");
+    assert_eq!(response(&lines, "decline").1["success"], true, "{shown}");
+    let end = lines
+        .iter()
+        .find(|e| e["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {shown}"));
+    assert_eq!(end["isError"], true, "{shown}");
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        pi_coder::agent::DECLINED,
+        "{shown}"
+    );
+    assert!(!project.path().join("created-by-pi").exists());
+    assert_eq!(
+        server.seen().len(),
+        2,
+        "the model was asked again with the denial"
+    );
+}

@@ -6,13 +6,16 @@
 //! A prompt runs while further commands are read: `steer`, `follow_up`, `abort`, `bash` and
 //! `get_state` are answered at once; commands that change the session wait for the turn to end.
 //! At the end of input, the running turn is finished, then `pi` exits (pi exits at once).
+//!
+//! Calls that wait for a decision (pi has none) add `get_waiting_calls` and `resume_waiting`,
+//! and `get_state`'s `waitingCallCount`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use pi_runtime::{AgentEvent, QueueMode, ThinkingLevel};
+use pi_runtime::{AgentEvent, QueueMode, ThinkingLevel, WaitingCall};
 use pi_tool::CancellationToken;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -72,22 +75,44 @@ fn ordered(value: Value) -> Value {
 /// Events as pi's JSON lines.
 struct Events {
     encoder: PiJson,
+    /// A command's response that goes out just before the first event (so that a command
+    /// refused before anything ran can still answer with a failure instead).
+    response: Option<Value>,
+}
+
+impl Events {
+    fn new() -> Self {
+        Events {
+            encoder: PiJson::new(),
+            response: None,
+        }
+    }
+
+    fn send_response(&mut self) {
+        if let Some(response) = self.response.take() {
+            emit(&response);
+        }
+    }
 }
 
 impl Observer for Events {
     fn agent_event(&mut self, event: &AgentEvent) {
+        self.send_response();
         emit(&self.encoder.agent_event(event));
     }
 
     fn compaction_start(&mut self, reason: CompactionReason) {
+        self.send_response();
         emit(&PiJson::compaction_start(reason));
     }
 
     fn compaction_end(&mut self, end: &CompactionEnd) {
+        self.send_response();
         emit(&PiJson::compaction_end(end));
     }
 
     fn queue_update(&mut self, steering: &[String], follow_up: &[String]) {
+        self.send_response();
         emit(&PiJson::queue_update(steering, follow_up));
     }
 }
@@ -105,6 +130,31 @@ struct Rpc {
     state: std::sync::Mutex<Value>,
     bash: std::sync::Mutex<Option<CancellationToken>>,
     shell: (Option<PathBuf>, Option<String>, PathBuf),
+    /// What the commands started and has not ended: finished before `pi` leaves at the end
+    /// of input.
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Rpc {
+    /// Runs `task` on this thread, beside the reading of further commands.
+    fn spawn(&self, task: impl Future<Output = ()> + 'static) {
+        let handle = tokio::task::spawn_local(task);
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle);
+    }
+
+    /// Runs `task` once the agent is free, after the commands that waited for it before: the
+    /// task is given its turn at once, so that it queues for the agent before the next
+    /// command is read.
+    async fn when_free(
+        self: &Arc<Self>,
+        task: impl AsyncFnOnce(tokio::sync::OwnedMutexGuard<CodingAgent>) + 'static,
+    ) {
+        let agent = Arc::clone(&self.agent);
+        self.spawn(async move { task(agent.lock_owned().await).await });
+        tokio::task::yield_now().await;
+    }
 }
 
 /// Runs the protocol until the end of input.
@@ -169,6 +219,7 @@ async fn serve(
         strict,
         bash: std::sync::Mutex::new(None),
         shell,
+        tasks: std::sync::Mutex::new(Vec::new()),
     });
     loop {
         let line = {
@@ -188,8 +239,12 @@ async fn serve(
         }
         handle_line(&rpc, &line).await;
     }
-    // The end of input: finish the turn that runs, then leave.
-    drop(rpc.agent.lock().await);
+    // The end of input: finish the turn that runs and the commands that wait, then leave.
+    loop {
+        let next = lock(&rpc.tasks).pop();
+        let Some(task) = next else { break };
+        let _ = task.await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -221,6 +276,7 @@ async fn handle_line(rpc: &Arc<Rpc>, line: &str) {
     // Answered without the agent, at once, even while a turn runs.
     match kind.as_str() {
         "prompt" => return prompt(rpc, id, &command).await,
+        "resume_waiting" => return resume_waiting(rpc, id, command).await,
         "steer" | "follow_up" => {
             let Some(message) = command["message"].as_str() else {
                 return emit(&failure(&id, &kind, "\"message\" is required"));
@@ -275,7 +331,8 @@ async fn handle_line(rpc: &Arc<Rpc>, line: &str) {
             let command = command.clone();
             // The command runs now, as in pi, also while a turn runs; its result joins the
             // context when the agent is free.
-            tokio::task::spawn_local(async move { bash(&rpc, id, &command).await });
+            let task = Arc::clone(&rpc);
+            rpc.spawn(async move { bash(&task, id, &command).await });
             return;
         }
         "abort_bash" => {
@@ -293,14 +350,13 @@ async fn handle_line(rpc: &Arc<Rpc>, line: &str) {
             emit(&response);
         }
         Err(_) => {
-            let rpc = Arc::clone(rpc);
-            let command = command.clone();
-            tokio::task::spawn_local(async move {
-                let mut agent = Arc::clone(&rpc.agent).lock_owned().await;
-                let response = agent_command(&rpc, &mut agent, id, &kind, &command).await;
-                *lock(&rpc.state) = state_of(&agent);
+            let task = Arc::clone(rpc);
+            rpc.when_free(async move |mut agent| {
+                let response = agent_command(&task, &mut agent, id, &kind, &command).await;
+                *lock(&task.state) = state_of(&agent);
                 emit(&response);
-            });
+            })
+            .await;
         }
     }
 }
@@ -354,18 +410,105 @@ async fn prompt(rpc: &Arc<Rpc>, id: Option<Value>, command: &Value) {
         }
     };
     emit(&success(&id, "prompt", None));
-    let rpc = Arc::clone(rpc);
+    let task = Arc::clone(rpc);
     let mut agent = agent;
     let signal = CancellationToken::new();
     // The turn owns the agent until it ends (commands that need it wait, `get_state` answers
     // from the last state); `abort` reaches it through its control.
-    tokio::task::spawn_local(async move {
-        let mut events = Events {
-            encoder: PiJson::new(),
-        };
+    rpc.spawn(async move {
+        let mut events = Events::new();
         agent.prompt_content(content, signal, &mut events).await;
-        *lock(&rpc.state) = state_of(&agent);
+        *lock(&task.state) = state_of(&agent);
     });
+}
+
+/// `resume_waiting` (ours: pi has no calls that wait): settles the calls the last run left
+/// waiting and goes on with that run, as `pi -c` does on a terminal. The response first, then
+/// the run's events; while a turn runs, it waits for the turn to end (and commands after it
+/// wait for it).
+async fn resume_waiting(rpc: &Arc<Rpc>, id: Option<Value>, command: Value) {
+    let task = Arc::clone(rpc);
+    match Arc::clone(&rpc.agent).try_lock_owned() {
+        Ok(agent) => rpc.spawn(settle_waiting(task, agent, id, command)),
+        Err(_) => {
+            rpc.when_free(async move |agent| settle_waiting(task, agent, id, command).await)
+                .await;
+        }
+    }
+}
+
+async fn settle_waiting(
+    rpc: Arc<Rpc>,
+    mut agent: tokio::sync::OwnedMutexGuard<CodingAgent>,
+    id: Option<Value>,
+    command: Value,
+) {
+    let approve = match decisions(agent.waiting_calls(), &command) {
+        Ok(approve) => approve,
+        Err(error) => return emit(&failure(&id, "resume_waiting", &error)),
+    };
+    let mut events = Events::new();
+    events.response = Some(success(&id, "resume_waiting", None));
+    let decide = |call: &WaitingCall| approve.contains(&call.id);
+    let outcome = agent
+        .resume_waiting(decide, CancellationToken::new(), &mut events)
+        .await;
+    if let Some(Err(error)) = outcome
+        && events.response.is_some()
+    {
+        emit(&failure(&id, "resume_waiting", &error));
+    }
+    events.send_response();
+    *lock(&rpc.state) = state_of(&agent);
+}
+
+/// The ids of the waiting calls `command` approves: `"approve": true|false` decides them all,
+/// `"decisions": {"<toolCallId>": true|false}` each one, and must name every call that waits
+/// and no other.
+fn decisions(waiting: &[WaitingCall], command: &Value) -> Result<Vec<String>, String> {
+    let ids = || {
+        waiting
+            .iter()
+            .map(|call| call.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if waiting.is_empty() {
+        return Err("No calls are waiting".to_owned());
+    }
+    match (&command["approve"], &command["decisions"]) {
+        (Value::Bool(approve), Value::Null) => Ok(if *approve {
+            waiting.iter().map(|call| call.id.clone()).collect()
+        } else {
+            Vec::new()
+        }),
+        (Value::Null, Value::Object(decisions)) => {
+            let mut approved = Vec::new();
+            for (call_id, decision) in decisions {
+                if !waiting.iter().any(|call| &call.id == call_id) {
+                    return Err(format!("No call {call_id} is waiting (waiting: {})", ids()));
+                }
+                match decision {
+                    Value::Bool(true) => approved.push(call_id.clone()),
+                    Value::Bool(false) => {}
+                    _ => return Err(format!("The decision for {call_id} must be true or false")),
+                }
+            }
+            let undecided: Vec<&str> = waiting
+                .iter()
+                .filter(|call| !decisions.contains_key(&call.id))
+                .map(|call| call.id.as_str())
+                .collect();
+            if !undecided.is_empty() {
+                return Err(format!("No decision for {}", undecided.join(", ")));
+            }
+            Ok(approved)
+        }
+        _ => Err(format!(
+            "Either \"approve\": true|false (every waiting call) or \"decisions\": {{\"<toolCallId>\": true|false}} (each one) is required; waiting: {}",
+            ids()
+        )),
+    }
 }
 
 /// `bash`: runs the command, answers with pi's `BashResult`, records it in the session.
@@ -419,6 +562,11 @@ fn state_of(agent: &CodingAgent) -> Value {
     if let Some(name) = session.name() {
         state["sessionName"] = json!(name);
     }
+    // Ours: a client that continues a session learns that calls wait (`get_waiting_calls`).
+    let waiting = agent.waiting_calls().len();
+    if waiting > 0 {
+        state["waitingCallCount"] = json!(waiting);
+    }
     state
 }
 
@@ -441,6 +589,14 @@ async fn agent_command(
             None => json!({}),
         })),
         "get_session_stats" => ok(Some(agent.stats().to_json())),
+        // Ours, with `resume_waiting`: the calls the last run left waiting for a decision.
+        "get_waiting_calls" => ok(Some(json!({
+            "waiting": agent
+                .waiting_calls()
+                .iter()
+                .map(PiJson::waiting_call)
+                .collect::<Vec<_>>(),
+        }))),
         "get_available_models" => ok(Some(json!({"models": rpc.registry.available()}))),
         "set_model" => {
             let (Some(provider), Some(model_id)) =
@@ -522,9 +678,7 @@ async fn agent_command(
         }
         "compact" => {
             let instructions = command["customInstructions"].as_str();
-            let mut events = Events {
-                encoder: PiJson::new(),
-            };
+            let mut events = Events::new();
             match agent
                 .compact(instructions, CancellationToken::new(), &mut events)
                 .await

@@ -122,6 +122,13 @@ impl AgentTool for CodeTool {
         ToolCallers::Model
     }
 
+    /// The tools a script calls are asked about as their own calls; the script itself never
+    /// asks (a host's rule, such as `ToolRegistry::require_approval`, still can), so hosts skip
+    /// the question.
+    fn may_need_approval(&self) -> bool {
+        false
+    }
+
     fn execute(
         &self,
         args: Value,

@@ -88,6 +88,7 @@ async fn lists_and_calls_over_http() {
     assert_eq!(add.annotations().read_only, Some(true));
     assert_eq!(add.annotations().idempotent, Some(true));
     assert_eq!(add.annotations().destructive, None);
+    assert!(!add.may_need_approval());
 
     let tools = registry(&client);
     let sum = tools

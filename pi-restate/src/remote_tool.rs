@@ -182,6 +182,12 @@ impl AgentTool for RemoteTool {
         false
     }
 
+    /// It never asks for approval itself (a host's rule, such as
+    /// `ToolRegistry::require_approval`, still can), so hosts skip the question.
+    fn may_need_approval(&self) -> bool {
+        false
+    }
+
     fn execute(
         &self,
         args: Value,
@@ -255,6 +261,7 @@ mod tests {
         assert_eq!(remote.timeout(), None);
         assert!(!remote.blocking());
         assert!(!remote.needs_approval(&json!({}), &ctx));
+        assert!(!remote.may_need_approval());
         assert!(!remote.rewrites_arguments());
 
         let plain = RemoteToolSpec::new(probe.spec().clone(), "tools");

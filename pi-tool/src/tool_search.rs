@@ -394,6 +394,12 @@ impl AgentTool for ToolSearch {
         false
     }
 
+    /// It never asks for approval itself (a host's rule, such as
+    /// [`ToolRegistry::require_approval`](crate::ToolRegistry::require_approval), still can), so hosts skip the question.
+    fn may_need_approval(&self) -> bool {
+        false
+    }
+
     /// Blocking when its ranker says so ([`ToolRanker::blocking`]): the built-in ranking takes
     /// microseconds, an embedding model milliseconds.
     fn blocking(&self) -> bool {
@@ -465,6 +471,7 @@ mod tests {
                 "Monthly payments of a loan, by rate and term.",
             ),
         ]));
+        assert!(!search.may_need_approval(), "hosts need not ask a search");
         // "search" is a word of find_papers too: the tool named so is not pulled first.
         assert_eq!(first(&search, "search academic papers"), "find_papers");
         // Only `calculator` says "calculator": naming it still puts it first.

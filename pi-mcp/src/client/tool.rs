@@ -152,6 +152,12 @@ impl AgentTool for McpTool {
         false
     }
 
+    /// The server's tools never ask for approval themselves (a host's rule, such as
+    /// `ToolRegistry::require_approval`, still can), so hosts skip the question.
+    fn may_need_approval(&self) -> bool {
+        false
+    }
+
     fn validator(&self) -> Option<&ArgumentValidator> {
         Some(&self.validator)
     }

@@ -32,6 +32,12 @@ macro_rules! model_identity {
 
 mod anthropic;
 mod assemble;
+#[cfg(feature = "bedrock")]
+mod aws_credentials;
+#[cfg(feature = "bedrock")]
+mod aws_process;
+#[cfg(all(test, feature = "bedrock"))]
+mod aws_reference;
 mod azure_openai;
 #[cfg(feature = "bedrock")]
 mod bedrock;
@@ -65,6 +71,8 @@ mod vertex;
 
 pub use anthropic::AnthropicMessages;
 pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
+#[cfg(feature = "bedrock")]
+pub use aws_credentials::{AwsCredentialsFuture, AwsCredentialsProvider, AwsCredentialsResult};
 #[cfg(feature = "bedrock")]
 pub use bedrock::BedrockConverse;
 #[cfg(feature = "bedrock")]

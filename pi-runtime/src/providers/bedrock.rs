@@ -36,7 +36,9 @@ pub struct BedrockConverse {
     profile: Option<String>,
     prompt_caching: bool,
     strict: bool,
-    credentials: Option<super::bedrock_auth::AwsCredentials>,
+    credentials: Option<Given>,
+    /// The providers made for the profile's credentials, kept across requests.
+    profile_providers: super::aws_credentials::ProviderCache,
     client: super::http::LazyClient,
 }
 
@@ -62,6 +64,7 @@ impl BedrockConverse {
             prompt_caching: true,
             strict: false,
             credentials: None,
+            profile_providers: Default::default(),
             client: Default::default(),
         }
     }
@@ -81,7 +84,17 @@ impl BedrockConverse {
 
     /// Signs requests with these keys instead of finding them.
     pub fn credentials(mut self, credentials: super::AwsCredentials) -> Self {
-        self.credentials = Some(credentials);
+        self.credentials = Some(Given::Credentials(credentials));
+        self
+    }
+
+    /// Signs requests with the credentials `provider` gives, asked at each request, instead
+    /// of finding them (your own source of temporary credentials).
+    pub fn credentials_provider(
+        mut self,
+        provider: std::sync::Arc<dyn super::AwsCredentialsProvider>,
+    ) -> Self {
+        self.credentials = Some(Given::Provider(provider));
         self
     }
 
@@ -405,26 +418,111 @@ impl crate::model::Model for BedrockConverse {
         context: Context<'a>,
         options: &'a StreamOptions,
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
-        use super::bedrock_auth::{
-            BedrockSignIn, SIGNING_NAME, SigningScope, find_sign_in, sigv4_headers,
-        };
+        use super::bedrock_auth::{BedrockSignIn, FoundSignIn, find_sign_in};
         use futures_util::StreamExt;
 
         let env = |name: &str| std::env::var(name).ok();
-        let sign_in = match (
+        let found = match (
             options.api_key.clone().or(self.settings.api_key.clone()),
             &self.credentials,
         ) {
-            (Some(key), _) => Ok(BedrockSignIn::ApiKey {
+            (Some(key), _) => Ok(FoundSignIn::Ready(BedrockSignIn::ApiKey {
                 key,
                 source: ".api_key(..)".to_owned(),
-            }),
-            (None, Some(credentials)) => Ok(BedrockSignIn::SigV4 {
-                credentials: credentials.clone(),
-                source: ".credentials(..)".to_owned(),
-            }),
+            })),
+            (None, Some(Given::Credentials(credentials))) => {
+                Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
+                    credentials: credentials.clone(),
+                    source: ".credentials(..)".to_owned(),
+                }))
+            }
+            (None, Some(Given::Provider(provider))) => {
+                return self.stream_fetching(
+                    provider.clone(),
+                    ".credentials_provider(..)".to_owned(),
+                    context,
+                    options,
+                );
+            }
             (None, None) => find_sign_in(&env, self.profile.as_deref()),
         };
+        match found {
+            Ok(FoundSignIn::Ready(sign_in)) => self.stream_signed(Ok(sign_in), context, options),
+            Ok(FoundSignIn::Profile {
+                credentials,
+                source,
+            }) => {
+                let provider = self.profile_providers.provider(&credentials);
+                self.stream_fetching(provider, source, context, options)
+            }
+            Err(message) => self.stream_signed(Err(message), context, options),
+        }
+        .boxed()
+    }
+}
+
+/// Credentials set on the model instead of found.
+#[derive(Clone)]
+enum Given {
+    Credentials(super::AwsCredentials),
+    Provider(super::aws_credentials::SharedProvider),
+}
+
+/// The keys' secret is hidden by `AwsCredentials`' own `Debug`.
+impl std::fmt::Debug for Given {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Given::Credentials(credentials) => credentials.fmt(f),
+            Given::Provider(_) => f.write_str("AwsCredentialsProvider"),
+        }
+    }
+}
+
+/// The longest a provider may take to give credentials (a `credential_process` is killed
+/// sooner, after [`PROCESS_TIMEOUT`](super::aws_process::PROCESS_TIMEOUT)).
+const CREDENTIALS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(150);
+
+impl BedrockConverse {
+    /// Asks `provider` for the credentials first, then streams the request they sign.
+    fn stream_fetching<'a>(
+        &'a self,
+        provider: super::aws_credentials::SharedProvider,
+        source: String,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
+        use futures_util::StreamExt;
+        let prepare = async move {
+            let sign_in = match tokio::time::timeout(CREDENTIALS_TIMEOUT, provider.credentials())
+                .await
+            {
+                Ok(Ok(credentials)) => Ok(super::bedrock_auth::BedrockSignIn::SigV4 {
+                    credentials,
+                    source,
+                }),
+                Ok(Err(message)) => Err(format!(
+                    "Could not get AWS credentials for Bedrock from {source}: {message}"
+                )),
+                Err(_) => Err(format!(
+                    "Could not get AWS credentials for Bedrock from {source}: no answer within {CREDENTIALS_TIMEOUT:?}"
+                )),
+            };
+            self.stream_signed(sign_in, context, options)
+        };
+        futures_util::stream::once(prepare).flatten().boxed()
+    }
+
+    /// Streams the request, signed as `sign_in` says (or the error why it cannot be).
+    fn stream_signed<'a>(
+        &'a self,
+        sign_in: Result<super::bedrock_auth::BedrockSignIn, String>,
+        context: Context<'a>,
+        options: &'a StreamOptions,
+    ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
+        use super::bedrock_auth::{BedrockSignIn, SIGNING_NAME, SigningScope, sigv4_headers};
+        use futures_util::StreamExt;
+
+        let env = |name: &str| std::env::var(name).ok();
         let region = self.region_now(&env);
         let url = self.endpoint_with(&env);
         let body = self.request_body(context, options);

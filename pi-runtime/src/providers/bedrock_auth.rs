@@ -1,7 +1,9 @@
 //! Signing in to AWS Bedrock: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`, sent as a bearer
 //! token), or AWS credentials from the usual places (the environment, then the shared
 //! credentials and config files with profiles, a session token included) with each request
-//! signed by SigV4 (the `aws-sigv4` crate). The region comes from the same places.
+//! signed by SigV4 (the `aws-sigv4` crate). A profile may instead name a `credential_process`
+//! ([`aws_process`](super::aws_process)), whose credentials are asked for at each request. The
+//! region comes from the same places.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -15,7 +17,7 @@ pub(crate) const SIGNING_NAME: &str = "bedrock";
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
 
 /// AWS access keys (a session token with temporary ones). The secret never shows in `Debug`.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct AwsCredentials {
     access_key_id: String,
     secret_access_key: String,
@@ -47,6 +49,21 @@ impl AwsCredentials {
             secret_access_key: secret_access_key.into(),
             session_token,
         }
+    }
+
+    /// The access key id (not a secret: it names the keys).
+    pub fn access_key_id(&self) -> &str {
+        &self.access_key_id
+    }
+
+    #[cfg(test)]
+    pub(crate) fn secret_access_key(&self) -> &str {
+        &self.secret_access_key
+    }
+
+    #[cfg(test)]
+    pub(crate) fn session_token(&self) -> Option<&str> {
+        self.session_token.as_deref()
     }
 }
 
@@ -83,7 +100,7 @@ impl BedrockSignIn {
 /// What to set, said by every failure to find credentials.
 pub(crate) const CREDENTIALS_ADVICE: &str = "set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), \
      or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for temporary keys), \
-     or a profile with keys in ~/.aws/credentials (AWS_PROFILE)";
+     or a profile with keys or a credential_process in ~/.aws/credentials or ~/.aws/config (AWS_PROFILE)";
 
 /// The files and profile the environment points at.
 struct Files {
@@ -170,27 +187,70 @@ fn var(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     env(name).filter(|v| !v.trim().is_empty())
 }
 
+/// What [`find_sign_in`] found: a sign-in ready to use, or a profile whose credentials are
+/// fetched (and kept) by a provider, asked at each request.
+#[derive(Clone, Debug)]
+pub(crate) enum FoundSignIn {
+    Ready(BedrockSignIn),
+    Profile {
+        credentials: ProfileCredentials,
+        source: String,
+    },
+}
+
+/// How a profile gets credentials that change over time: what a provider is made from (two
+/// requests whose profile says the same share one provider, and so its kept credentials).
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum ProfileCredentials {
+    /// The profile's `credential_process` command line.
+    Process { command: String, profile: String },
+}
+
+/// The command's arguments could hold a secret: only the profile is shown.
+impl std::fmt::Debug for ProfileCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileCredentials::Process { profile, .. } => f
+                .debug_struct("Process")
+                .field("profile", profile)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl ProfileCredentials {
+    /// A provider that fetches them.
+    pub(crate) fn provider(&self) -> super::aws_credentials::SharedProvider {
+        match self {
+            ProfileCredentials::Process { command, profile } => std::sync::Arc::new(
+                super::aws_process::ProcessCredentials::new(command, profile),
+            ),
+        }
+    }
+}
+
 /// The sign-in: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), else keys from the environment,
-/// else the profile's keys from the shared files.
+/// else the profile's: its keys in the credentials file, its `credential_process`, its keys in
+/// the config file (botocore's order).
 pub(crate) fn find_sign_in(
     env: &dyn Fn(&str) -> Option<String>,
     profile: Option<&str>,
-) -> Result<BedrockSignIn, String> {
+) -> Result<FoundSignIn, String> {
     if let Some(key) = var(env, "AWS_BEARER_TOKEN_BEDROCK") {
-        return Ok(BedrockSignIn::ApiKey {
+        return Ok(FoundSignIn::Ready(BedrockSignIn::ApiKey {
             key,
             source: "AWS_BEARER_TOKEN_BEDROCK".to_owned(),
-        });
+        }));
     }
     match (
         var(env, "AWS_ACCESS_KEY_ID"),
         var(env, "AWS_SECRET_ACCESS_KEY"),
     ) {
         (Some(id), Some(secret)) => {
-            return Ok(BedrockSignIn::SigV4 {
+            return Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
                 credentials: AwsCredentials::new(id, secret, var(env, "AWS_SESSION_TOKEN")),
                 source: "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned(),
-            });
+            }));
         }
         (Some(_), None) => {
             return Err(format!(
@@ -207,27 +267,45 @@ pub(crate) fn find_sign_in(
             .find(|(k, _, _)| k == key)
             .map(|(_, v, path)| (v.clone(), path.clone()))
     };
-    if let (Some((id, path)), Some((secret, _))) =
-        (get("aws_access_key_id"), get("aws_secret_access_key"))
-    {
-        return Ok(BedrockSignIn::SigV4 {
-            credentials: AwsCredentials::new(
-                id,
-                secret,
-                get("aws_session_token").map(|(token, _)| token),
-            ),
+    let keys = match (get("aws_access_key_id"), get("aws_secret_access_key")) {
+        (Some((id, path)), Some((secret, _))) => Some((
+            AwsCredentials::new(id, secret, get("aws_session_token").map(|(token, _)| token)),
+            path,
+        )),
+        _ => None,
+    };
+    let keys_in_config = keys
+        .as_ref()
+        .is_some_and(|(_, path)| Some(path) == files.config.as_ref());
+    let static_keys = |(credentials, path): (AwsCredentials, PathBuf)| {
+        FoundSignIn::Ready(BedrockSignIn::SigV4 {
+            credentials,
             source: format!("profile \"{}\" in {}", files.profile, path.display()),
+        })
+    };
+    if let Some(keys) = keys.clone().filter(|_| !keys_in_config) {
+        return Ok(static_keys(keys));
+    }
+    if let Some((command, path)) = get("credential_process") {
+        return Ok(FoundSignIn::Profile {
+            credentials: ProfileCredentials::Process {
+                command,
+                profile: files.profile.clone(),
+            },
+            source: format!(
+                "the credential_process of profile \"{}\" in {}",
+                files.profile,
+                path.display()
+            ),
         });
     }
+    if let Some(keys) = keys {
+        return Ok(static_keys(keys));
+    }
     // Profiles whose keys another tool makes: name the way out.
-    if let Some(kind) = [
-        "sso_session",
-        "sso_start_url",
-        "credential_process",
-        "role_arn",
-    ]
-    .iter()
-    .find(|key| get(key).is_some())
+    if let Some(kind) = ["sso_session", "sso_start_url", "role_arn"]
+        .iter()
+        .find(|key| get(key).is_some())
     {
         return Err(format!(
             "The AWS profile \"{}\" gets its keys through {kind}, which pi-runtime does not run: \
@@ -338,11 +416,19 @@ mod tests {
         }
     }
 
+    /// The sign-in found, which must be ready (keys, not a provider).
+    fn ready(found: Result<FoundSignIn, String>) -> BedrockSignIn {
+        match found {
+            Ok(FoundSignIn::Ready(sign_in)) => sign_in,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn the_environment_then_profiles_with_session_tokens() {
         let env = lookup(vec![("AWS_BEARER_TOKEN_BEDROCK", "ABSK-key".into())]);
         assert!(matches!(
-            find_sign_in(&env, None).unwrap(),
+            ready(find_sign_in(&env, None)),
             BedrockSignIn::ApiKey { key, .. } if key == "ABSK-key"
         ));
 
@@ -369,7 +455,7 @@ mod tests {
             ("AWS_CONFIG_FILE", config.display().to_string()),
         ];
         let env = lookup(files.clone());
-        match find_sign_in(&env, None).unwrap() {
+        match ready(find_sign_in(&env, None)) {
             BedrockSignIn::SigV4 {
                 credentials,
                 source,
@@ -383,7 +469,7 @@ mod tests {
         let mut with_profile = files.clone();
         with_profile.push(("AWS_PROFILE", "work".into()));
         let env = lookup(with_profile);
-        match find_sign_in(&env, None).unwrap() {
+        match ready(find_sign_in(&env, None)) {
             BedrockSignIn::SigV4 { credentials, .. } => {
                 assert_eq!(credentials.access_key_id, "AKIDWORK");
                 assert_eq!(credentials.session_token.as_deref(), Some("tok"));
@@ -407,7 +493,7 @@ mod tests {
         ]);
         let env = lookup(env_keys);
         assert!(matches!(
-            find_sign_in(&env, None).unwrap(),
+            ready(find_sign_in(&env, None)),
             BedrockSignIn::SigV4 { credentials, .. } if credentials.access_key_id == "AKIDENV"
         ));
         assert_eq!(find_region(&env, None), "ca-central-1");
@@ -425,6 +511,103 @@ mod tests {
         let err =
             find_sign_in(&lookup(vec![("AWS_ACCESS_KEY_ID", "AKID".into())]), None).unwrap_err();
         assert!(err.starts_with("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"));
+    }
+
+    /// The credentials we resolve for `profile` with only `env`'s variables, as botocore's
+    /// reference type has them.
+    async fn ours(
+        env: &[(&str, String)],
+        profile: &str,
+    ) -> crate::providers::aws_reference::Resolved {
+        let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        let credentials = match find_sign_in(&lookup, Some(profile))? {
+            FoundSignIn::Ready(BedrockSignIn::SigV4 { credentials, .. }) => credentials,
+            FoundSignIn::Ready(other) => panic!("{other:?}"),
+            FoundSignIn::Profile { credentials, .. } => {
+                credentials.provider().credentials().await?
+            }
+        };
+        Ok((
+            credentials.access_key_id,
+            credentials.secret_access_key,
+            credentials.session_token,
+        ))
+    }
+
+    /// Profiles with a `credential_process`, beside keys in either file, resolved by us and by
+    /// botocore from the same files: the same credentials, or both refuse.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn credential_process_profiles_resolve_as_botocore_does() {
+        use crate::providers::aws_reference::{botocore_credentials, botocore_python, script};
+        let Some(python) = botocore_python() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let expires = aws_smithy_types::DateTime::from(
+            SystemTime::now() + std::time::Duration::from_secs(3600),
+        )
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap();
+        let helper = script(
+            dir.path(),
+            "helper",
+            &format!(
+                r#"printf '{{"Version": 1, "AccessKeyId": "AKID-%s", "SecretAccessKey": "secret/%s", "SessionToken": "token-%s", "Expiration": "{expires}"}}' "$1" "$2" "$1""#
+            ),
+        );
+        let no_token = script(
+            dir.path(),
+            "no token",
+            r#"echo '{"Version": 1, "AccessKeyId": "AKIDPLAIN", "SecretAccessKey": "plain"}'"#,
+        );
+        let version_2 = script(
+            dir.path(),
+            "version2",
+            r#"echo '{"Version": 2, "AccessKeyId": "A", "SecretAccessKey": "S"}'"#,
+        );
+        let credentials = dir.path().join("credentials");
+        let config = dir.path().join("config");
+        std::fs::write(
+            &credentials,
+            "[keys_and_process]\naws_access_key_id = AKIDFILE\naws_secret_access_key = file-secret\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[profile process]\ncredential_process = {helper} 'two words' \"x y\"\n\
+                 [profile spaced]\ncredential_process = \"{no_token}\"\n\
+                 [profile keys_and_process]\ncredential_process = {helper} a b\n\
+                 [profile config_keys_and_process]\naws_access_key_id = AKIDCONFIG\naws_secret_access_key = c\ncredential_process = {helper} c d\n\
+                 [profile version2]\ncredential_process = {version_2}\n",
+                no_token = no_token.replace('"', "\\\""),
+            ),
+        )
+        .unwrap();
+        let env = [
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+        ];
+        let cases = [
+            ("process", "AKID-two words"),
+            ("spaced", "AKIDPLAIN"),
+            ("keys_and_process", "AKIDFILE"),
+            ("config_keys_and_process", "AKID-c"),
+        ];
+        for (profile, id) in cases {
+            let theirs = botocore_credentials(&python, dir.path(), &env, profile);
+            let ours = ours(&env, profile).await;
+            assert_eq!(ours, theirs, "{profile}");
+            assert_eq!(ours.unwrap().0, id, "{profile}");
+        }
+        let theirs = botocore_credentials(&python, dir.path(), &env, "version2").unwrap_err();
+        assert!(theirs.contains("Unsupported version"), "{theirs}");
+        let ours = ours(&env, "version2").await.unwrap_err();
+        assert!(ours.contains("printed Version 2"), "{ours}");
     }
 
     #[test]

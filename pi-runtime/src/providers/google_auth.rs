@@ -1,6 +1,7 @@
 //! Google Cloud's Application Default Credentials, for Vertex AI, looked for in the order
 //! Google's libraries use: the file `GOOGLE_APPLICATION_CREDENTIALS` names (a service
-//! account's key: a JWT signed with its key, exchanged at its `token_uri`), else gcloud's
+//! account's key: a JWT signed with its key, exchanged at its `token_uri`; or workload identity
+//! federation's `external_account` configuration: see [`external_account`]), else gcloud's
 //! `application_default_credentials.json` (a user's refresh token, exchanged at the same OAuth
 //! endpoint), else the metadata server of the machine (GCE, GKE, Cloud Run: see
 //! [`metadata_server`]). Tokens are kept and refreshed five minutes before they expire; one
@@ -9,6 +10,7 @@
 //! The `token_uri` of the file is used when it has one (service-account keys always do), and
 //! `GCE_METADATA_HOST` names the metadata server, so a test can point either at a local server.
 
+mod external_account;
 mod metadata_server;
 
 use std::fmt;
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 
 use super::entra_id::TokenFuture;
+use external_account::{EXTERNAL_ADVICE, ExternalAccount};
 use metadata_server::MetadataServer;
 
 /// Google's OAuth token endpoint (the default `token_uri`).
@@ -96,6 +99,9 @@ enum Grant {
         refresh_token: String,
         token_uri: String,
     },
+    /// Workload identity federation: another identity provider's token exchanged at Google's
+    /// STS (then, maybe, for a service account's).
+    ExternalAccount(ExternalAccount),
     /// No file: the machine's metadata server gives the tokens.
     MetadataServer(MetadataServer),
 }
@@ -105,6 +111,7 @@ impl Grant {
         match self {
             Grant::ServiceAccount { .. } => "service_account",
             Grant::RefreshToken { .. } => "authorized_user",
+            Grant::ExternalAccount(_) => "external_account",
             Grant::MetadataServer(_) => "metadata_server",
         }
     }
@@ -116,9 +123,10 @@ struct Cached {
     refresh_at: Instant,
 }
 
-/// Application Default Credentials: a service account's key file, gcloud's user credentials
-/// or the metadata server of a Google Cloud machine, giving access tokens that are kept and
-/// refreshed five minutes before they expire.
+/// Application Default Credentials: a service account's key file, a workload identity
+/// federation configuration (`external_account`), gcloud's user credentials or the metadata
+/// server of a Google Cloud machine, giving access tokens that are kept and refreshed five
+/// minutes before they expire.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), String> {
@@ -151,6 +159,7 @@ impl fmt::Debug for ApplicationDefaultCredentials {
             Grant::ServiceAccount { token_uri, .. } | Grant::RefreshToken { token_uri, .. } => {
                 debug.field("token_uri", token_uri)
             }
+            Grant::ExternalAccount(account) => debug.field("external_account", account),
             Grant::MetadataServer(server) => debug.field("metadata_server", server),
         };
         debug.finish_non_exhaustive()
@@ -225,7 +234,8 @@ impl ApplicationDefaultCredentials {
         )
     }
 
-    /// The credentials of one file: a service account's key or gcloud's user credentials.
+    /// The credentials of one file: a service account's key, an `external_account`
+    /// configuration or gcloud's user credentials.
     pub fn from_file(path: impl Into<PathBuf>) -> Result<Self, String> {
         let path = path.into();
         let text = std::fs::read_to_string(&path).map_err(|err| {
@@ -238,14 +248,29 @@ impl ApplicationDefaultCredentials {
     }
 
     fn from_json(text: &str, path: PathBuf) -> Result<Self, String> {
-        let kind = serde_json::from_str::<serde_json::Value>(text)
-            .ok()
+        let json = serde_json::from_str::<serde_json::Value>(text).ok();
+        let kind = json
+            .as_ref()
             .and_then(|v| v.get("type")?.as_str().map(str::to_owned));
+        if let (Some("external_account"), Some(json)) = (kind.as_deref(), &json) {
+            let account = ExternalAccount::from_json(json).map_err(|reason| {
+                format!(
+                    "The Google Cloud credentials file {} (external_account) cannot be used: \
+                     {reason} ({EXTERNAL_ADVICE})",
+                    path.display()
+                )
+            })?;
+            return Ok(Self::with_grant(
+                Some(path),
+                Grant::ExternalAccount(account),
+                None,
+            ));
+        }
         // serde's own message could quote the file, key included: say only what is wrong.
         let file: CredentialFile = serde_json::from_str(text).map_err(|_| match &kind {
             Some(kind) if kind != "service_account" && kind != "authorized_user" => format!(
                 "The Google Cloud credentials file {} is of type \"{kind}\", which is not supported \
-                 (service_account and authorized_user are): {ADC_ADVICE}",
+                 (service_account, authorized_user and external_account are): {ADC_ADVICE}",
                 path.display()
             ),
             _ => format!(
@@ -378,6 +403,14 @@ impl ApplicationDefaultCredentials {
         let client = self.client()?;
         let (form, token_uri) = match &self.grant {
             Grant::MetadataServer(server) => return server.token(client).await,
+            Grant::ExternalAccount(account) => {
+                return account.token(client).await.map_err(|err| {
+                    format!(
+                        "Could not get a Google Cloud access token with {}: {err} ({EXTERNAL_ADVICE})",
+                        self.source()
+                    )
+                });
+            }
             Grant::ServiceAccount {
                 client_email,
                 key_id,
@@ -520,11 +553,14 @@ mod tests {
     #[test]
     fn unsupported_and_broken_files_say_what_to_set_without_quoting_them() {
         let err = ApplicationDefaultCredentials::from_json(
-            r#"{"type": "external_account", "audience": "x"}"#,
+            r#"{"type": "external_account_authorized_user", "audience": "x"}"#,
             "creds.json".into(),
         )
         .unwrap_err();
-        assert!(err.contains("of type \"external_account\""), "{err}");
+        assert!(
+            err.contains("of type \"external_account_authorized_user\""),
+            "{err}"
+        );
         assert!(err.contains("GOOGLE_APPLICATION_CREDENTIALS"), "{err}");
         let err = ApplicationDefaultCredentials::from_json(
             r#"{"type": "authorized_user", "client_id": "id", "refresh_token": "1//secret-refresh"}"#,

@@ -279,13 +279,19 @@ pub fn google_auth_python() -> Option<PathBuf> {
 }
 
 /// Runs `script` with google-auth's Python (nothing of this process's environment but `env`,
-/// so no credentials or proxies of the machine), at most 60 s; what it printed on stdout.
+/// so no credentials of the machine; a proxy that does not exist for all but 127.0.0.1, so
+/// nothing leaves the machine), at most 60 s; what it printed on stdout.
 pub async fn run_python(python: PathBuf, script: &str, env: Vec<(String, String)>) -> String {
     let script = script.to_owned();
     tokio::task::spawn_blocking(move || {
         let mut child = std::process::Command::new(python)
             .args(["-c", &script])
             .env_clear()
+            .envs([
+                ("HTTP_PROXY", "http://127.0.0.1:9"),
+                ("HTTPS_PROXY", "http://127.0.0.1:9"),
+                ("NO_PROXY", "127.0.0.1"),
+            ])
             .envs(env)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

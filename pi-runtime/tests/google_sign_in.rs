@@ -360,3 +360,27 @@ async fn gemini_on_vertex_signs_in_with_the_metadata_server_and_takes_its_projec
         Some(format!("Bearer {METADATA_TOKEN}").as_str())
     );
 }
+
+#[tokio::test]
+async fn a_project_the_metadata_server_did_not_give_is_asked_again() {
+    let home = tempfile::tempdir().unwrap();
+    let server = metadata_server(3599).await;
+    server.answer(PROJECT_PATH, Reply::text(503, "try later").flavored());
+    let credentials = ApplicationDefaultCredentials::find(lookup(&no_file_env(
+        &home,
+        &server.host,
+        &server.host,
+    )))
+    .unwrap();
+    assert_eq!(credentials.project_id().await, None);
+    server.answer(PROJECT_PATH, Reply::text(200, "acme-metadata\n").flavored());
+    assert_eq!(
+        credentials.project_id().await.as_deref(),
+        Some("acme-metadata")
+    );
+    assert_eq!(
+        credentials.project_id().await.as_deref(),
+        Some("acme-metadata")
+    );
+    assert_eq!(server.seen_at(PROJECT_PATH).len(), 2, "kept once given");
+}

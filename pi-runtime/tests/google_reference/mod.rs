@@ -122,6 +122,7 @@ pub struct Server {
     pub host: String,
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    routes: Arc<Mutex<Vec<(String, Reply)>>>,
 }
 
 impl Server {
@@ -129,24 +130,34 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let routes: Arc<Vec<(String, Reply)>> = Arc::new(
+        let routes: Arc<Mutex<Vec<(String, Reply)>>> = Arc::new(Mutex::new(
             routes
                 .into_iter()
                 .map(|(path, reply)| (path.to_owned(), reply))
                 .collect(),
-        );
+        ));
         let record = seen.clone();
+        let answers = routes.clone();
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (record, routes, fallback) = (record.clone(), routes.clone(), fallback.clone());
-                tokio::spawn(async move { answer(socket, &routes, fallback, record).await });
+                let (record, routes, fallback) =
+                    (record.clone(), answers.clone(), fallback.clone());
+                tokio::spawn(async move { answer(socket, routes, fallback, record).await });
             }
         });
         Server {
             url: format!("http://{host}"),
             host,
             seen,
+            routes,
         }
+    }
+
+    /// From now on, answers `path` with `reply`.
+    pub fn answer(&self, path: &str, reply: Reply) {
+        let mut routes = self.routes.lock().unwrap();
+        routes.retain(|(p, _)| p != path);
+        routes.insert(0, (path.to_owned(), reply));
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -185,7 +196,7 @@ pub async fn closed_port() -> String {
 
 async fn answer(
     mut socket: TcpStream,
-    routes: &[(String, Reply)],
+    routes: Arc<Mutex<Vec<(String, Reply)>>>,
     fallback: Reply,
     seen: Arc<Mutex<Vec<Seen>>>,
 ) {
@@ -229,6 +240,8 @@ async fn answer(
         body: buffer[head_end..].to_vec(),
     };
     let reply = routes
+        .lock()
+        .unwrap()
         .iter()
         .find(|(path, _)| path == seen_request.path())
         .map_or(fallback, |(_, reply)| reply.clone());

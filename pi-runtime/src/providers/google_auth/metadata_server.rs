@@ -35,7 +35,7 @@ pub(super) struct MetadataServer {
     detect_timeout: Duration,
     /// Why no credentials file was used, said when no metadata server answers either.
     not_found: String,
-    /// The project it gave, once asked.
+    /// The project it gave, once it answered.
     project: tokio::sync::OnceCell<Option<String>>,
 }
 
@@ -99,17 +99,19 @@ impl MetadataServer {
         })
     }
 
-    /// The project the metadata server gives (`project/project-id`), asked once; none when it
-    /// does not answer.
+    /// The project the metadata server gives (`project/project-id`), kept once it has
+    /// answered; none when it does not (asked again next time).
     pub(super) async fn project_id(&self, client: &reqwest::Client) -> Option<String> {
         self.project
-            .get_or_init(|| async {
-                let (_, text) = self.get(client, "project/project-id").await.ok()?;
+            .get_or_try_init(|| async {
+                let (_, text) = self.get(client, "project/project-id").await?;
                 let project = text.trim();
-                (!project.is_empty()).then(|| project.to_owned())
+                Ok::<_, String>((!project.is_empty()).then(|| project.to_owned()))
             })
             .await
-            .clone()
+            .ok()
+            .cloned()
+            .flatten()
     }
 
     /// `GET {root}/{path}`: from the root that answered before, else from each in turn until

@@ -38,6 +38,8 @@ mod aws_credentials;
 mod aws_process;
 #[cfg(all(test, feature = "bedrock"))]
 mod aws_reference;
+#[cfg(feature = "bedrock")]
+mod aws_sts;
 mod azure_openai;
 #[cfg(feature = "bedrock")]
 mod bedrock;

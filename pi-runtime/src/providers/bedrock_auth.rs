@@ -134,15 +134,20 @@ impl Files {
     /// file's `[profile name]` (`[default]` for the default profile); the first file that has
     /// a key wins for it.
     fn profile(&self) -> Vec<(String, String, PathBuf)> {
+        self.profile_named(&self.profile)
+    }
+
+    /// As [`profile`](Self::profile), for the profile `name`.
+    fn profile_named(&self, name: &str) -> Vec<(String, String, PathBuf)> {
         let mut found: Vec<(String, String, PathBuf)> = Vec::new();
         let sections = [
-            (self.credentials.as_ref(), self.profile.clone()),
+            (self.credentials.as_ref(), name.to_owned()),
             (
                 self.config.as_ref(),
-                if self.profile == "default" {
+                if name == "default" {
                     "default".to_owned()
                 } else {
-                    format!("profile {}", self.profile)
+                    format!("profile {name}")
                 },
             ),
         ];
@@ -202,18 +207,31 @@ pub(crate) enum FoundSignIn {
 /// requests whose profile says the same share one provider, and so its kept credentials).
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum ProfileCredentials {
+    /// Keys that do not change (a role's source).
+    Keys(AwsCredentials),
     /// The profile's `credential_process` command line.
     Process { command: String, profile: String },
+    /// A role assumed with STS, with the credentials of its source.
+    AssumeRole {
+        request: super::aws_sts::RoleRequest,
+        source: Box<ProfileCredentials>,
+    },
 }
 
 /// The command's arguments could hold a secret: only the profile is shown.
 impl std::fmt::Debug for ProfileCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ProfileCredentials::Keys(credentials) => credentials.fmt(f),
             ProfileCredentials::Process { profile, .. } => f
                 .debug_struct("Process")
                 .field("profile", profile)
                 .finish_non_exhaustive(),
+            ProfileCredentials::AssumeRole { request, source } => f
+                .debug_struct("AssumeRole")
+                .field("request", request)
+                .field("source", source)
+                .finish(),
         }
     }
 }
@@ -222,8 +240,12 @@ impl ProfileCredentials {
     /// A provider that fetches them.
     pub(crate) fn provider(&self) -> super::aws_credentials::SharedProvider {
         match self {
+            ProfileCredentials::Keys(credentials) => std::sync::Arc::new(credentials.clone()),
             ProfileCredentials::Process { command, profile } => std::sync::Arc::new(
                 super::aws_process::ProcessCredentials::new(command, profile),
+            ),
+            ProfileCredentials::AssumeRole { request, source } => std::sync::Arc::new(
+                super::aws_sts::AssumedRole::new(request.clone(), source.provider()),
             ),
         }
     }
@@ -242,10 +264,15 @@ pub(crate) fn find_sign_in(
             source: "AWS_BEARER_TOKEN_BEDROCK".to_owned(),
         }));
     }
-    match (
-        var(env, "AWS_ACCESS_KEY_ID"),
-        var(env, "AWS_SECRET_ACCESS_KEY"),
-    ) {
+    // A profile named in code is used as named (as botocore's `Session(profile=..)`).
+    let keys = match profile {
+        Some(_) => (None, None),
+        None => (
+            var(env, "AWS_ACCESS_KEY_ID"),
+            var(env, "AWS_SECRET_ACCESS_KEY"),
+        ),
+    };
+    match keys {
         (Some(id), Some(secret)) => {
             return Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
                 credentials: AwsCredentials::new(id, secret, var(env, "AWS_SESSION_TOKEN")),
@@ -260,75 +287,246 @@ pub(crate) fn find_sign_in(
         _ => {}
     }
     let files = Files::of(env, profile);
-    let values = files.profile();
-    let get = |key: &str| {
-        values
-            .iter()
-            .find(|(k, _, _)| k == key)
-            .map(|(_, v, path)| (v.clone(), path.clone()))
-    };
-    let keys = match (get("aws_access_key_id"), get("aws_secret_access_key")) {
-        (Some((id, path)), Some((secret, _))) => Some((
-            AwsCredentials::new(id, secret, get("aws_session_token").map(|(token, _)| token)),
-            path,
-        )),
-        _ => None,
-    };
-    let keys_in_config = keys
-        .as_ref()
-        .is_some_and(|(_, path)| Some(path) == files.config.as_ref());
-    let static_keys = |(credentials, path): (AwsCredentials, PathBuf)| {
-        FoundSignIn::Ready(BedrockSignIn::SigV4 {
+    let resolver = Resolver { files: &files, env };
+    let mut visited = vec![files.profile.clone()];
+    match resolver.profile(&files.profile, true, &mut visited)? {
+        Some(Resolved::Keys(credentials, source)) => Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
             credentials,
-            source: format!("profile \"{}\" in {}", files.profile, path.display()),
-        })
-    };
-    if let Some(keys) = keys.clone().filter(|_| !keys_in_config) {
-        return Ok(static_keys(keys));
-    }
-    if let Some((command, path)) = get("credential_process") {
-        return Ok(FoundSignIn::Profile {
-            credentials: ProfileCredentials::Process {
-                command,
-                profile: files.profile.clone(),
-            },
-            source: format!(
-                "the credential_process of profile \"{}\" in {}",
+            source,
+        })),
+        Some(Resolved::Fetched(credentials, source)) => Ok(FoundSignIn::Profile {
+            credentials,
+            source,
+        }),
+        None => {
+            let looked = [files.credentials.as_ref(), files.config.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and ");
+            Err(format!(
+                "No AWS credentials for Bedrock (none in the environment, and profile \"{}\" has no keys in {}): {CREDENTIALS_ADVICE}",
                 files.profile,
+                if looked.is_empty() {
+                    "the shared files".to_owned()
+                } else {
+                    looked
+                }
+            ))
+        }
+    }
+}
+
+/// A profile's credentials: keys, or how to fetch them; each with where they came from.
+enum Resolved {
+    Keys(AwsCredentials, String),
+    Fetched(ProfileCredentials, String),
+}
+
+impl Resolved {
+    fn into_credentials(self) -> ProfileCredentials {
+        match self {
+            Resolved::Keys(credentials, _) => ProfileCredentials::Keys(credentials),
+            Resolved::Fetched(credentials, _) => credentials,
+        }
+    }
+}
+
+/// Resolves profiles as botocore's credential chain does.
+struct Resolver<'a> {
+    files: &'a Files,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Resolver<'_> {
+    /// The credentials of profile `name`: its `role_arn` (when `roles`), its keys in the
+    /// credentials file, its `credential_process`, its keys in the config file; `None` when
+    /// it has none of them.
+    fn profile(
+        &self,
+        name: &str,
+        roles: bool,
+        visited: &mut Vec<String>,
+    ) -> Result<Option<Resolved>, String> {
+        let values = self.files.profile_named(name);
+        let get = |key: &str| {
+            values
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map(|(_, v, path)| (v.clone(), path.clone()))
+        };
+        if roles && get("role_arn").is_some() && get("web_identity_token_file").is_none() {
+            return self.assume_role(name, &values, visited).map(Some);
+        }
+        let keys = match (get("aws_access_key_id"), get("aws_secret_access_key")) {
+            (Some((id, path)), Some((secret, _))) => Some((
+                AwsCredentials::new(id, secret, get("aws_session_token").map(|(token, _)| token)),
+                path,
+            )),
+            _ => None,
+        };
+        let keys_in_config = keys
+            .as_ref()
+            .is_some_and(|(_, path)| Some(path) == self.files.config.as_ref());
+        let static_keys = |(credentials, path): (AwsCredentials, PathBuf)| {
+            Resolved::Keys(
+                credentials,
+                format!("profile \"{name}\" in {}", path.display()),
+            )
+        };
+        if let Some(keys) = keys.clone().filter(|_| !keys_in_config) {
+            return Ok(Some(static_keys(keys)));
+        }
+        if let Some((command, path)) = get("credential_process") {
+            return Ok(Some(Resolved::Fetched(
+                ProfileCredentials::Process {
+                    command,
+                    profile: name.to_owned(),
+                },
+                format!(
+                    "the credential_process of profile \"{name}\" in {}",
+                    path.display()
+                ),
+            )));
+        }
+        if let Some(keys) = keys {
+            return Ok(Some(static_keys(keys)));
+        }
+        // Profiles whose keys another tool makes: name the way out.
+        let not_run = ["sso_session", "sso_start_url", "web_identity_token_file"];
+        if let Some(kind) = not_run.iter().find(|key| get(key).is_some()) {
+            return Err(format!(
+                "The AWS profile \"{name}\" gets its keys through {kind}, which pi-runtime does not run: \
+                 export them with `aws configure export-credentials --profile {name} --format env` (or \
+                 `aws sso login` first), or {CREDENTIALS_ADVICE}"
+            ));
+        }
+        Ok(None)
+    }
+
+    /// The role profile `name` names, with the credentials of its `source_profile` or its
+    /// `credential_source`.
+    fn assume_role(
+        &self,
+        name: &str,
+        values: &[(String, String, PathBuf)],
+        visited: &mut Vec<String>,
+    ) -> Result<Resolved, String> {
+        let get = |key: &str| {
+            values
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map(|(_, v, path)| (v.clone(), path.clone()))
+        };
+        let (role_arn, path) = get("role_arn").unwrap_or_default();
+        if get("mfa_serial").is_some() {
+            return Err(format!(
+                "The AWS profile \"{name}\" assumes its role with an MFA code (mfa_serial), which \
+                 pi-runtime cannot ask for: export the credentials with `aws configure \
+                 export-credentials --profile {name} --format env`, or {CREDENTIALS_ADVICE}"
+            ));
+        }
+        let source = match (get("source_profile"), get("credential_source")) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "The AWS profile \"{name}\" has both source_profile and credential_source: \
+                     keep one"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "The AWS profile \"{name}\" has a role_arn but no source_profile or \
+                     credential_source to assume it with"
+                ));
+            }
+            (None, Some((source, _))) => self.credential_source(name, &source)?,
+            (Some((source, _)), None) => {
+                let source_values = self.files.profile_named(&source);
+                if source_values.is_empty() {
+                    return Err(format!(
+                        "The source_profile \"{source}\" of AWS profile \"{name}\" does not exist"
+                    ));
+                }
+                let has_keys = source_values
+                    .iter()
+                    .any(|(k, _, _)| k == "aws_access_key_id" || k == "aws_secret_access_key");
+                // A profile may name itself to take its own keys; any other cycle never ends.
+                if visited.contains(&source) && (source != name || !has_keys) {
+                    return Err(format!(
+                        "The source_profile \"{source}\" of AWS profile \"{name}\" leads back to \
+                         a profile already used ({}): the roles go round in a circle",
+                        visited.join(" -> ")
+                    ));
+                }
+                visited.push(source.clone());
+                self.profile(&source, !has_keys, visited)?
+                    .ok_or_else(|| {
+                        format!("The source profile \"{source}\" must have credentials")
+                    })?
+                    .into_credentials()
+            }
+        };
+        let duration_seconds = match get("duration_seconds") {
+            None => None,
+            Some((seconds, _)) => Some(seconds.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "The duration_seconds \"{seconds}\" of AWS profile \"{name}\" is not a number of seconds"
+                )
+            })?),
+        };
+        let region = find_region(self.env, Some(name));
+        let request = super::aws_sts::RoleRequest {
+            role_arn: role_arn.clone(),
+            session_name: get("role_session_name").map(|(v, _)| v),
+            external_id: get("external_id").map(|(v, _)| v),
+            duration_seconds,
+            profile: name.to_owned(),
+            endpoint: super::aws_sts::sts_endpoint(self.env, &region),
+            region,
+        };
+        Ok(Resolved::Fetched(
+            ProfileCredentials::AssumeRole {
+                request,
+                source: Box::new(source),
+            },
+            format!(
+                "the role {role_arn} of profile \"{name}\" in {}",
                 path.display()
             ),
-        });
+        ))
     }
-    if let Some(keys) = keys {
-        return Ok(static_keys(keys));
-    }
-    // Profiles whose keys another tool makes: name the way out.
-    if let Some(kind) = ["sso_session", "sso_start_url", "role_arn"]
-        .iter()
-        .find(|key| get(key).is_some())
-    {
-        return Err(format!(
-            "The AWS profile \"{}\" gets its keys through {kind}, which pi-runtime does not run: \
-             export them with `aws configure export-credentials --profile {} --format env` (or \
-             `aws sso login` first), or {CREDENTIALS_ADVICE}",
-            files.profile, files.profile
-        ));
-    }
-    let looked = [files.credentials.as_ref(), files.config.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" and ");
-    Err(format!(
-        "No AWS credentials for Bedrock (none in the environment, and profile \"{}\" has no keys in {}): {CREDENTIALS_ADVICE}",
-        files.profile,
-        if looked.is_empty() {
-            "the shared files".to_owned()
-        } else {
-            looked
+
+    /// The credentials a `credential_source` names (`Environment` only).
+    fn credential_source(&self, name: &str, source: &str) -> Result<ProfileCredentials, String> {
+        match source {
+            "Environment" => match (
+                var(self.env, "AWS_ACCESS_KEY_ID"),
+                var(self.env, "AWS_SECRET_ACCESS_KEY"),
+            ) {
+                (Some(id), Some(secret)) => Ok(ProfileCredentials::Keys(AwsCredentials::new(
+                    id,
+                    secret,
+                    var(self.env, "AWS_SESSION_TOKEN"),
+                ))),
+                _ => Err(format!(
+                    "The AWS profile \"{name}\" takes the keys to assume its role from the \
+                     environment (credential_source = Environment), but AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY are not both set"
+                )),
+            },
+            "Ec2InstanceMetadata" | "EcsContainer" => Err(format!(
+                "The AWS profile \"{name}\" takes the keys to assume its role from \
+                 credential_source = {source}, which pi-runtime does not run: export the \
+                 credentials with `aws configure export-credentials --profile {name} --format \
+                 env`, or {CREDENTIALS_ADVICE}"
+            )),
+            other => Err(format!(
+                "The credential_source \"{other}\" of AWS profile \"{name}\" is not one AWS knows \
+                 (Environment, Ec2InstanceMetadata, EcsContainer)"
+            )),
         }
-    ))
+    }
 }
 
 /// The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's `region`, else `us-east-1`.
@@ -497,6 +695,11 @@ mod tests {
             BedrockSignIn::SigV4 { credentials, .. } if credentials.access_key_id == "AKIDENV"
         ));
         assert_eq!(find_region(&env, None), "ca-central-1");
+        // A profile named in code is used as named, as botocore's Session(profile=..).
+        assert!(matches!(
+            ready(find_sign_in(&env, Some("work"))),
+            BedrockSignIn::SigV4 { credentials, .. } if credentials.access_key_id == "AKIDWORK"
+        ));
 
         let err = find_sign_in(
             &lookup(vec![(
@@ -513,33 +716,14 @@ mod tests {
         assert!(err.starts_with("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"));
     }
 
-    /// The credentials we resolve for `profile` with only `env`'s variables, as botocore's
-    /// reference type has them.
-    async fn ours(
-        env: &[(&str, String)],
-        profile: &str,
-    ) -> crate::providers::aws_reference::Resolved {
-        let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-        let credentials = match find_sign_in(&lookup, Some(profile))? {
-            FoundSignIn::Ready(BedrockSignIn::SigV4 { credentials, .. }) => credentials,
-            FoundSignIn::Ready(other) => panic!("{other:?}"),
-            FoundSignIn::Profile { credentials, .. } => {
-                credentials.provider().credentials().await?
-            }
-        };
-        Ok((
-            credentials.access_key_id,
-            credentials.secret_access_key,
-            credentials.session_token,
-        ))
-    }
-
     /// Profiles with a `credential_process`, beside keys in either file, resolved by us and by
     /// botocore from the same files: the same credentials, or both refuse.
     #[cfg(unix)]
     #[tokio::test]
     async fn credential_process_profiles_resolve_as_botocore_does() {
-        use crate::providers::aws_reference::{botocore_credentials, botocore_python, script};
+        use crate::providers::aws_reference::{
+            botocore_credentials, botocore_python, ours, script,
+        };
         let Some(python) = botocore_python() else {
             return;
         };

@@ -1,0 +1,543 @@
+//! A profile's `role_arn`: the role assumed with STS `AssumeRole` (the Query API: a form POST
+//! signed with SigV4 for `sts` by the source credentials, an XML answer), its credentials kept
+//! until five minutes before they expire, then the role assumed again.
+
+use std::time::Duration;
+
+use super::aws_credentials::{
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, SharedProvider,
+    check_not_expired, parse_time,
+};
+use super::bedrock_auth::{AwsCredentials, SigningScope, sigv4_headers};
+
+/// The longest an `AssumeRole` call may take.
+const STS_TIMEOUT: Duration = Duration::from_secs(30);
+/// The STS API version the Query API is asked in.
+const STS_VERSION: &str = "2011-06-15";
+
+/// STS's endpoint: `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`, else the region's.
+pub(crate) fn sts_endpoint(env: &dyn Fn(&str) -> Option<String>, region: &str) -> String {
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    set("AWS_ENDPOINT_URL_STS")
+        .or_else(|| set("AWS_ENDPOINT_URL"))
+        .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"))
+}
+
+/// What `AssumeRole` is asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RoleRequest {
+    pub(crate) role_arn: String,
+    /// `role_session_name`, else `pi-runtime-session-<unix time>` (botocore's is
+    /// `botocore-session-<unix time>`).
+    pub(crate) session_name: Option<String>,
+    pub(crate) external_id: Option<String>,
+    pub(crate) duration_seconds: Option<u32>,
+    /// The profile that names the role, for messages.
+    pub(crate) profile: String,
+    /// STS's URL and the region it is signed for.
+    pub(crate) endpoint: String,
+    pub(crate) region: String,
+}
+
+/// Credentials of an assumed role.
+pub(crate) struct AssumedRole {
+    request: RoleRequest,
+    session_name: String,
+    source: SharedProvider,
+    kept: Refreshing,
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl AssumedRole {
+    /// The role `request` names, assumed with the credentials `source` gives.
+    pub(crate) fn new(request: RoleRequest, source: SharedProvider) -> Self {
+        let session_name = request.session_name.clone().unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs();
+            format!("pi-runtime-session-{now}")
+        });
+        AssumedRole {
+            request,
+            session_name,
+            source,
+            kept: Refreshing::default(),
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The form `AssumeRole` is sent.
+    fn form(&self) -> String {
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("Action", "AssumeRole")
+            .append_pair("Version", STS_VERSION)
+            .append_pair("RoleArn", &self.request.role_arn)
+            .append_pair("RoleSessionName", &self.session_name);
+        if let Some(seconds) = self.request.duration_seconds {
+            form.append_pair("DurationSeconds", &seconds.to_string());
+        }
+        if let Some(external_id) = &self.request.external_id {
+            form.append_pair("ExternalId", external_id);
+        }
+        form.finish()
+    }
+
+    async fn assume(&self) -> Result<Expiring, String> {
+        let RoleRequest {
+            role_arn,
+            profile,
+            endpoint,
+            region,
+            ..
+        } = &self.request;
+        let failed = |detail: String| {
+            format!(
+                "Could not assume the role {role_arn} of AWS profile \"{profile}\" with STS at {endpoint}: {detail}"
+            )
+        };
+        let source = self.source.credentials().await.map_err(|err| {
+            format!("Could not get the source credentials of AWS profile \"{profile}\": {err}")
+        })?;
+        let body = self.form();
+        let content_type = (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded; charset=utf-8".to_owned(),
+        );
+        let url = if endpoint.ends_with('/') {
+            endpoint.clone()
+        } else {
+            format!("{endpoint}/")
+        };
+        let scope = SigningScope {
+            credentials: &source,
+            region,
+            service: "sts",
+            time: std::time::SystemTime::now(),
+        };
+        let signed = sigv4_headers(
+            "POST",
+            &url,
+            std::slice::from_ref(&content_type),
+            body.as_bytes(),
+            &scope,
+        )
+        .map_err(failed)?;
+        let client = self
+            .client
+            .get_or_init(|| {
+                super::http::build_client(&super::settings::Settings::new(
+                    "",
+                    "amazon-bedrock",
+                    "",
+                    &[],
+                ))
+            })
+            .clone()?;
+        let mut request = client
+            .post(&url)
+            .header(content_type.0, content_type.1)
+            .body(body);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        let response = tokio::time::timeout(STS_TIMEOUT, request.send())
+            .await
+            .map_err(|_| failed(format!("no answer within {STS_TIMEOUT:?}")))?
+            .map_err(|err| failed(format!("connection failed: {err}")))?;
+        let status = response.status();
+        let text = tokio::time::timeout(STS_TIMEOUT, response.text())
+            .await
+            .map_err(|_| failed(format!("no answer within {STS_TIMEOUT:?}")))?
+            .map_err(|err| failed(format!("reading the answer failed: {err}")))?;
+        let document = roxmltree::Document::parse(&text);
+        let find = |name: &str| {
+            document.as_ref().ok().and_then(|document| {
+                document
+                    .descendants()
+                    .find(|node| node.has_tag_name(name))
+                    .and_then(|node| node.text())
+                    .map(str::trim)
+                    .filter(|text| !text.is_empty())
+                    .map(str::to_owned)
+            })
+        };
+        if !status.is_success() {
+            // <ErrorResponse><Error><Code>AccessDenied</Code><Message>User: ... is not
+            // authorized to perform: sts:AssumeRole on resource: ...</Message>: no secret.
+            let detail = match (find("Code"), find("Message")) {
+                (Some(code), Some(message)) => format!("{status}: {code}: {message}"),
+                (Some(code), None) => format!("{status}: {code}"),
+                _ => status.to_string(),
+            };
+            return Err(failed(detail));
+        }
+        if document.is_err() {
+            return Err(failed("the answer is not XML".to_owned()));
+        }
+        let field = |name: &str| {
+            find(name).ok_or_else(|| failed(format!("the answer has no Credentials/{name}")))
+        };
+        let id = field("AccessKeyId")?;
+        let secret = field("SecretAccessKey")?;
+        let token = field("SessionToken")?;
+        let expires = parse_time(&field("Expiration")?, "Expiration").map_err(failed)?;
+        check_not_expired(Some(expires), &format!("STS at {endpoint}"))?;
+        Ok(Expiring {
+            credentials: AwsCredentials::new(id, secret, Some(token)),
+            expires: Some(expires),
+        })
+    }
+}
+
+impl AwsCredentialsProvider for AssumedRole {
+    fn credentials(&self) -> AwsCredentialsFuture<'_> {
+        Box::pin(self.kept.get(self.assume()))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::sync::Arc;
+    use std::time::SystemTime;
+
+    use crate::providers::AwsCredentials;
+    use crate::providers::aws_reference::{
+        LocalServer, Recorded, botocore_credentials, botocore_python, form_fields, ours, script,
+        signed_by,
+    };
+
+    /// An `AssumeRole` answer for a role, its keys named after the role (`ASIA-DEPLOY`, ...),
+    /// expiring in `lifetime` seconds.
+    fn assumed(request: &Recorded, lifetime: u64) -> (u16, &'static str, String) {
+        let fields = form_fields(&request.body);
+        let arn = fields
+            .iter()
+            .find(|(k, _)| k == "RoleArn")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if arn.ends_with("/forbidden") {
+            return (
+                403,
+                "text/xml",
+                "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error>\
+                 <Type>Sender</Type><Code>AccessDenied</Code><Message>User: arn:aws:iam::123456789012:user/dev \
+                 is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::123456789012:role/forbidden</Message>\
+                 </Error><RequestId>c6104cbe</RequestId></ErrorResponse>"
+                    .to_owned(),
+            );
+        }
+        let role = arn
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        let expires = aws_smithy_types::DateTime::from(
+            SystemTime::now() + std::time::Duration::from_secs(lifetime),
+        )
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap();
+        (
+            200,
+            "text/xml",
+            format!(
+                "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\
+                 <AssumeRoleResult><AssumedRoleUser><AssumedRoleId>AROA:x</AssumedRoleId>\
+                 <Arn>{arn}</Arn></AssumedRoleUser><Credentials>\
+                 <AccessKeyId>ASIA-{role}</AccessKeyId><SecretAccessKey>secret/{role}</SecretAccessKey>\
+                 <SessionToken>token-{role}</SessionToken><Expiration>{expires}</Expiration>\
+                 </Credentials></AssumeRoleResult><ResponseMetadata><RequestId>1</RequestId>\
+                 </ResponseMetadata></AssumeRoleResponse>"
+            ),
+        )
+    }
+
+    /// The shared files of the tests: a role from a profile's keys, a role from that role, a
+    /// role from the environment's keys, from a `credential_process`, and refusals.
+    fn files(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+        let process = script(
+            dir,
+            "helper",
+            r#"echo '{"Version": 1, "AccessKeyId": "AKIDPROCESS", "SecretAccessKey": "process-secret"}'"#,
+        );
+        let credentials = dir.join("credentials");
+        let config = dir.join("config");
+        std::fs::write(
+            &credentials,
+            "[base]\naws_access_key_id = AKIDBASE\naws_secret_access_key = base/secret\n\
+             [self]\naws_access_key_id = AKIDSELF\naws_secret_access_key = self-secret\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[profile deploy]\nrole_arn = arn:aws:iam::123456789012:role/deploy\nsource_profile = base\n\
+                 role_session_name = pi-test\nexternal_id = ext-1\nduration_seconds = 1800\nregion = eu-west-1\n\
+                 [profile chained]\nrole_arn = arn:aws:iam::123456789012:role/second\nsource_profile = deploy\n\
+                 role_session_name = second-session\nregion = eu-west-1\n\
+                 [profile from_env]\nrole_arn = arn:aws:iam::123456789012:role/envrole\n\
+                 credential_source = Environment\nrole_session_name = env-session\nregion = eu-west-1\n\
+                 [profile proc]\ncredential_process = {process}\n\
+                 [profile from_process]\nrole_arn = arn:aws:iam::123456789012:role/procrole\nsource_profile = proc\n\
+                 role_session_name = proc-session\nregion = eu-west-1\n\
+                 [profile self]\nrole_arn = arn:aws:iam::123456789012:role/selfrole\nsource_profile = self\n\
+                 role_session_name = self-session\nregion = eu-west-1\n\
+                 [profile forbidden]\nrole_arn = arn:aws:iam::123456789012:role/forbidden\nsource_profile = base\n\
+                 role_session_name = x\nregion = eu-west-1\n\
+                 [profile loop_a]\nrole_arn = arn:aws:iam::123456789012:role/a\nsource_profile = loop_b\nregion = eu-west-1\n\
+                 [profile loop_b]\nrole_arn = arn:aws:iam::123456789012:role/b\nsource_profile = loop_a\nregion = eu-west-1\n\
+                 [profile missing_source]\nrole_arn = arn:aws:iam::123456789012:role/m\nsource_profile = nowhere\n\
+                 [profile no_source]\nrole_arn = arn:aws:iam::123456789012:role/n\n\
+                 [profile both_sources]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\n\
+                 credential_source = Environment\n\
+                 [profile mfa]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\nmfa_serial = arn:aws:iam::1:mfa/me\n\
+                 [profile metadata]\nrole_arn = arn:aws:iam::123456789012:role/n\ncredential_source = Ec2InstanceMetadata\n\
+                 [profile bad_duration]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\nduration_seconds = an hour\n"
+            ),
+        )
+        .unwrap();
+        (credentials, config)
+    }
+
+    /// Each role profile resolved by botocore and by us against the same local STS: the same
+    /// credentials, the same AssumeRole forms, each request signed for `sts` in the region by
+    /// the source credentials.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn roles_are_assumed_as_botocore_assumes_them() {
+        let Some(python) = botocore_python() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (credentials, config) = files(dir.path());
+        let server = LocalServer::start(|request| assumed(request, 3600)).await;
+        let env = vec![
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+            ("AWS_ENDPOINT_URL_STS", server.url.clone()),
+            ("AWS_ACCESS_KEY_ID", "AKIDENV".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "env-secret".to_owned()),
+            ("AWS_SESSION_TOKEN", "env-token".to_owned()),
+        ];
+        // Each profile, the roles it assumes in order, and the keys each is assumed with.
+        let base = AwsCredentials::new("AKIDBASE", "base/secret", None);
+        let deploy =
+            AwsCredentials::new("ASIA-DEPLOY", "secret/DEPLOY", Some("token-DEPLOY".into()));
+        let cases: Vec<(&str, Vec<&AwsCredentials>, &str)> = vec![
+            ("deploy", vec![&base], "ASIA-DEPLOY"),
+            ("chained", vec![&base, &deploy], "ASIA-SECOND"),
+            ("from_env", vec![], "ASIA-ENVROLE"),
+            ("from_process", vec![], "ASIA-PROCROLE"),
+            ("self", vec![], "ASIA-SELFROLE"),
+        ];
+        let from_env = AwsCredentials::new("AKIDENV", "env-secret", Some("env-token".into()));
+        let process = AwsCredentials::new("AKIDPROCESS", "process-secret", None);
+        let own = AwsCredentials::new("AKIDSELF", "self-secret", None);
+        for (profile, signers, id) in cases {
+            let before = server.seen().len();
+            let (python, home, theirs_env) = (
+                python.clone(),
+                dir.path().to_owned(),
+                env.iter().map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>(),
+            );
+            let profile_name = profile.to_owned();
+            let theirs = tokio::task::spawn_blocking(move || {
+                botocore_credentials(&python, &home, &theirs_env, &profile_name)
+            })
+            .await
+            .unwrap();
+            let middle = server.seen().len();
+            let ours = ours(&env, profile).await;
+            assert_eq!(ours, theirs, "{profile}");
+            assert_eq!(ours.unwrap().0, id, "{profile}");
+            let seen = server.seen();
+            let (botocore_requests, our_requests) = (&seen[before..middle], &seen[middle..]);
+            assert_eq!(botocore_requests.len(), our_requests.len(), "{profile}");
+            let signers: Vec<&AwsCredentials> = match profile {
+                "from_env" => vec![&from_env],
+                "from_process" => vec![&process],
+                "self" => vec![&own],
+                _ => signers,
+            };
+            for ((botocore, ours), signer) in
+                botocore_requests.iter().zip(our_requests).zip(signers)
+            {
+                assert_eq!(
+                    (botocore.method.as_str(), ours.method.as_str()),
+                    ("POST", "POST")
+                );
+                assert_eq!(
+                    form_fields(&botocore.body),
+                    form_fields(&ours.body),
+                    "{profile}"
+                );
+                for request in [botocore, ours] {
+                    assert!(
+                        request
+                            .header("authorization")
+                            .unwrap_or_default()
+                            .contains("/eu-west-1/sts/aws4_request"),
+                        "{profile}: {request:?}"
+                    );
+                    assert!(
+                        signed_by(request, &server.url, signer, "eu-west-1", "sts"),
+                        "{profile}: {request:?}"
+                    );
+                }
+            }
+        }
+        let deploy_form = form_fields(&server.seen()[0].body);
+        let expected: Vec<(String, String)> = [
+            ("Action", "AssumeRole"),
+            ("DurationSeconds", "1800"),
+            ("ExternalId", "ext-1"),
+            ("RoleArn", "arn:aws:iam::123456789012:role/deploy"),
+            ("RoleSessionName", "pi-test"),
+            ("Version", "2011-06-15"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(deploy_form, expected);
+    }
+
+    #[tokio::test]
+    async fn refusals_and_bad_roles_say_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let (credentials, config) = files(dir.path());
+        let server = LocalServer::start(|request| assumed(request, 3600)).await;
+        let env = vec![
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+            ("AWS_ENDPOINT_URL", server.url.clone()),
+        ];
+        let cases = [
+            (
+                "forbidden",
+                "Could not assume the role arn:aws:iam::123456789012:role/forbidden of AWS profile \"forbidden\" with STS at http://",
+            ),
+            (
+                "forbidden",
+                ": 403 Forbidden: AccessDenied: User: arn:aws:iam::123456789012:user/dev is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::123456789012:role/forbidden",
+            ),
+            (
+                "loop_a",
+                "The source_profile \"loop_a\" of AWS profile \"loop_b\" leads back to a profile already used (loop_a -> loop_b): the roles go round in a circle",
+            ),
+            (
+                "missing_source",
+                "The source_profile \"nowhere\" of AWS profile \"missing_source\" does not exist",
+            ),
+            (
+                "no_source",
+                "The AWS profile \"no_source\" has a role_arn but no source_profile or credential_source to assume it with",
+            ),
+            (
+                "both_sources",
+                "The AWS profile \"both_sources\" has both source_profile and credential_source: keep one",
+            ),
+            (
+                "mfa",
+                "assumes its role with an MFA code (mfa_serial), which pi-runtime cannot ask for",
+            ),
+            (
+                "metadata",
+                "credential_source = Ec2InstanceMetadata, which pi-runtime does not run",
+            ),
+            (
+                "from_env",
+                "(credential_source = Environment), but AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set",
+            ),
+            (
+                "bad_duration",
+                "The duration_seconds \"an hour\" of AWS profile \"bad_duration\" is not a number of seconds",
+            ),
+        ];
+        for (profile, expected) in cases {
+            let err = ours(&env, profile).await.unwrap_err();
+            assert!(err.contains(expected), "{profile}: {err}");
+            assert!(!err.contains("base/secret"), "{err}");
+        }
+        // AWS_ENDPOINT_URL is STS's too, and the default is the region's.
+        assert_eq!(
+            super::sts_endpoint(&|_| None, "ap-south-1"),
+            "https://sts.ap-south-1.amazonaws.com"
+        );
+        assert!(server.seen().iter().all(|r| r.method == "POST"));
+    }
+
+    #[tokio::test]
+    async fn a_role_is_assumed_again_five_minutes_before_it_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let (credentials, config) = files(dir.path());
+        let lifetime = Arc::new(std::sync::atomic::AtomicU64::new(3600));
+        let answer_lifetime = lifetime.clone();
+        let server = LocalServer::start(move |request| {
+            assumed(
+                request,
+                answer_lifetime.load(std::sync::atomic::Ordering::SeqCst),
+            )
+        })
+        .await;
+        let lookup = |name: &str| match name {
+            "AWS_CONFIG_FILE" => Some(config.display().to_string()),
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(credentials.display().to_string()),
+            "AWS_ENDPOINT_URL_STS" => Some(server.url.clone()),
+            _ => None,
+        };
+        let found = crate::providers::bedrock_auth::find_sign_in(&lookup, Some("deploy")).unwrap();
+        let crate::providers::bedrock_auth::FoundSignIn::Profile {
+            credentials: settings,
+            source,
+        } = found
+        else {
+            panic!("{found:?}");
+        };
+        assert!(
+            source.starts_with(
+                "the role arn:aws:iam::123456789012:role/deploy of profile \"deploy\" in "
+            ),
+            "{source}"
+        );
+        let provider = settings.provider();
+        for _ in 0..3 {
+            assert_eq!(
+                provider.credentials().await.unwrap().access_key_id(),
+                "ASIA-DEPLOY"
+            );
+        }
+        assert_eq!(server.seen().len(), 1, "kept while fresh");
+        lifetime.store(120, std::sync::atomic::Ordering::SeqCst);
+        let provider = settings.provider();
+        for _ in 0..3 {
+            provider.credentials().await.unwrap();
+        }
+        assert_eq!(server.seen().len(), 4, "assumed again inside the margin");
+        // The default session name, as botocore's but ours.
+        let default_name = super::AssumedRole::new(
+            super::RoleRequest {
+                session_name: None,
+                ..match &settings {
+                    crate::providers::bedrock_auth::ProfileCredentials::AssumeRole {
+                        request,
+                        ..
+                    } => request.clone(),
+                    other => panic!("{other:?}"),
+                }
+            },
+            Arc::new(AwsCredentials::new("A", "B", None)),
+        );
+        assert!(
+            default_name
+                .form()
+                .contains("RoleSessionName=pi-runtime-session-1"),
+            "{}",
+            default_name.form()
+        );
+    }
+}

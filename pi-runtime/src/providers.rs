@@ -39,6 +39,8 @@ mod aws_process;
 #[cfg(all(test, feature = "bedrock"))]
 mod aws_reference;
 #[cfg(feature = "bedrock")]
+mod aws_sso;
+#[cfg(feature = "bedrock")]
 mod aws_sts;
 mod azure_openai;
 #[cfg(feature = "bedrock")]

@@ -2,8 +2,9 @@
 //! token), or AWS credentials from the usual places (the environment, then the shared
 //! credentials and config files with profiles, a session token included) with each request
 //! signed by SigV4 (the `aws-sigv4` crate). A profile may instead name a `credential_process`
-//! ([`aws_process`](super::aws_process)), whose credentials are asked for at each request. The
-//! region comes from the same places.
+//! ([`aws_process`](super::aws_process)), a role to assume with STS
+//! ([`aws_sts`](super::aws_sts)) or an SSO role ([`aws_sso`](super::aws_sso)), whose
+//! credentials are asked for at each request. The region comes from the same places.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -216,6 +217,8 @@ pub(crate) enum ProfileCredentials {
         request: super::aws_sts::RoleRequest,
         source: Box<ProfileCredentials>,
     },
+    /// A role's credentials from the SSO portal, for the token `aws sso login` cached.
+    Sso(super::aws_sso::SsoRequest),
 }
 
 /// The command's arguments could hold a secret: only the profile is shown.
@@ -232,6 +235,7 @@ impl std::fmt::Debug for ProfileCredentials {
                 .field("request", request)
                 .field("source", source)
                 .finish(),
+            ProfileCredentials::Sso(request) => request.fmt(f),
         }
     }
 }
@@ -247,6 +251,9 @@ impl ProfileCredentials {
             ProfileCredentials::AssumeRole { request, source } => std::sync::Arc::new(
                 super::aws_sts::AssumedRole::new(request.clone(), source.provider()),
             ),
+            ProfileCredentials::Sso(request) => {
+                std::sync::Arc::new(super::aws_sso::SsoCredentials::new(request.clone()))
+            }
         }
     }
 }
@@ -359,6 +366,16 @@ impl Resolver<'_> {
         if roles && get("role_arn").is_some() && get("web_identity_token_file").is_none() {
             return self.assume_role(name, &values, visited).map(Some);
         }
+        const SSO_KEYS: [&str; 5] = [
+            "sso_session",
+            "sso_start_url",
+            "sso_region",
+            "sso_account_id",
+            "sso_role_name",
+        ];
+        if SSO_KEYS.iter().any(|key| get(key).is_some()) {
+            return self.sso(name, &values).map(Some);
+        }
         let keys = match (get("aws_access_key_id"), get("aws_secret_access_key")) {
             (Some((id, path)), Some((secret, _))) => Some((
                 AwsCredentials::new(id, secret, get("aws_session_token").map(|(token, _)| token)),
@@ -394,12 +411,11 @@ impl Resolver<'_> {
             return Ok(Some(static_keys(keys)));
         }
         // Profiles whose keys another tool makes: name the way out.
-        let not_run = ["sso_session", "sso_start_url", "web_identity_token_file"];
-        if let Some(kind) = not_run.iter().find(|key| get(key).is_some()) {
+        if get("web_identity_token_file").is_some() {
             return Err(format!(
-                "The AWS profile \"{name}\" gets its keys through {kind}, which pi-runtime does not run: \
-                 export them with `aws configure export-credentials --profile {name} --format env` (or \
-                 `aws sso login` first), or {CREDENTIALS_ADVICE}"
+                "The AWS profile \"{name}\" gets its keys through web_identity_token_file, which pi-runtime does not run: \
+                 export them with `aws configure export-credentials --profile {name} --format env`, \
+                 or {CREDENTIALS_ADVICE}"
             ));
         }
         Ok(None)
@@ -494,6 +510,100 @@ impl Resolver<'_> {
                 "the role {role_arn} of profile \"{name}\" in {}",
                 path.display()
             ),
+        ))
+    }
+
+    /// The role of an IAM Identity Center (SSO) profile: its `sso_session` (a
+    /// `[sso-session NAME]` section of the config file with `sso_start_url` and `sso_region`),
+    /// or the legacy `sso_start_url` and `sso_region` in the profile itself; with the profile's
+    /// `sso_account_id` and `sso_role_name`.
+    fn sso(&self, name: &str, values: &[(String, String, PathBuf)]) -> Result<Resolved, String> {
+        let mut settings: Vec<(String, String)> = values
+            .iter()
+            .map(|(k, v, _)| (k.clone(), v.clone()))
+            .collect();
+        let path = values
+            .iter()
+            .find(|(k, _, _)| k.starts_with("sso_"))
+            .map(|(_, _, path)| path.clone())
+            .unwrap_or_default();
+        let session = settings
+            .iter()
+            .find(|(k, _)| k == "sso_session")
+            .map(|(_, v)| v.clone());
+        if let Some(session) = &session {
+            let section = self
+                .files
+                .config
+                .as_ref()
+                .and_then(|config| std::fs::read_to_string(config).ok())
+                .map(|text| ini_section(&text, &format!("sso-session {session}")))
+                .unwrap_or_default();
+            if section.is_empty() {
+                return Err(format!(
+                    "The sso-session \"{session}\" of AWS profile \"{name}\" does not exist in the config file (a [sso-session {session}] section)"
+                ));
+            }
+            for (key, value) in section {
+                match settings.iter().find(|(k, _)| *k == key) {
+                    Some((_, own)) if *own != value && key.starts_with("sso_") => {
+                        return Err(format!(
+                            "The {key} of AWS profile \"{name}\" is not the one of its sso-session \"{session}\""
+                        ));
+                    }
+                    Some(_) => {}
+                    None => settings.push((key, value)),
+                }
+            }
+        }
+        let get = |key: &str| {
+            settings
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let missing: Vec<&str> = [
+            "sso_start_url",
+            "sso_region",
+            "sso_role_name",
+            "sso_account_id",
+        ]
+        .into_iter()
+        .filter(|key| get(key).is_none())
+        .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "The AWS profile \"{name}\" is configured to use SSO but is missing required configuration: {}",
+                missing.join(", ")
+            ));
+        }
+        let home = var(self.env, "HOME")
+            .or_else(|| var(self.env, "USERPROFILE"))
+            .ok_or_else(|| {
+                format!("The AWS profile \"{name}\" uses SSO, but HOME is not set (where ~/.aws/sso/cache is)")
+            })?;
+        let start_url = get("sso_start_url").unwrap_or_default();
+        let key = session.unwrap_or(start_url);
+        let (account_id, role_name) = (
+            get("sso_account_id").unwrap_or_default(),
+            get("sso_role_name").unwrap_or_default(),
+        );
+        let source = format!(
+            "the SSO role {role_name} in account {account_id} of profile \"{name}\" in {}",
+            path.display()
+        );
+        Ok(Resolved::Fetched(
+            ProfileCredentials::Sso(super::aws_sso::SsoRequest {
+                profile: name.to_owned(),
+                account_id,
+                role_name,
+                token_file: super::aws_sso::token_file(std::path::Path::new(&home), &key),
+                endpoint: super::aws_sso::portal_endpoint(
+                    self.env,
+                    &get("sso_region").unwrap_or_default(),
+                ),
+            }),
+            source,
         ))
     }
 
@@ -676,9 +786,8 @@ mod tests {
         }
         assert_eq!(find_region(&env, None), "us-west-2");
         let err = find_sign_in(&lookup(files.clone()), Some("sso")).unwrap_err();
-        assert!(err.contains("gets its keys through sso_session"), "{err}");
         assert!(
-            err.contains("aws configure export-credentials --profile sso"),
+            err.starts_with("The sso-session \"corp\" of AWS profile \"sso\" does not exist"),
             "{err}"
         );
 
@@ -803,6 +912,37 @@ mod tests {
             !shown.contains("very-secret") && !shown.contains("session-tok"),
             "{shown}"
         );
+        // Nor in the model's, nor in a profile's settings (a command's arguments included).
+        let model = crate::providers::BedrockConverse::new("m").credentials(credentials.clone());
+        let shown = format!("{model:?}");
+        assert!(
+            shown.contains("AKID")
+                && !shown.contains("very-secret")
+                && !shown.contains("session-tok"),
+            "{shown}"
+        );
+        let role = ProfileCredentials::AssumeRole {
+            request: super::super::aws_sts::RoleRequest {
+                role_arn: "arn:aws:iam::1:role/r".into(),
+                session_name: None,
+                external_id: None,
+                duration_seconds: None,
+                profile: "p".into(),
+                endpoint: "https://sts".into(),
+                region: "us-east-1".into(),
+            },
+            source: Box::new(ProfileCredentials::Process {
+                command: "helper --password very-secret".into(),
+                profile: "p".into(),
+            }),
+        };
+        let shown = format!("{role:?}");
+        assert!(
+            shown.contains("arn:aws:iam::1:role/r") && !shown.contains("very-secret"),
+            "{shown}"
+        );
+        let keys = ProfileCredentials::Keys(credentials);
+        assert!(!format!("{keys:?}").contains("very-secret"));
     }
 
     /// The `aws-signing-test-suite/v4` vectors shipped in the aws-sigv4 crate (taken from

@@ -101,7 +101,8 @@ impl BedrockSignIn {
 /// What to set, said by every failure to find credentials.
 pub(crate) const CREDENTIALS_ADVICE: &str = "set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), \
      or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for temporary keys), \
-     or a profile with keys or a credential_process in ~/.aws/credentials or ~/.aws/config (AWS_PROFILE)";
+     or a profile (AWS_PROFILE) in ~/.aws/credentials or ~/.aws/config with keys, a \
+     credential_process, a role_arn, or an SSO role (`aws sso login`)";
 
 /// The files and profile the environment points at.
 struct Files {
@@ -258,9 +259,10 @@ impl ProfileCredentials {
     }
 }
 
-/// The sign-in: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), else keys from the environment,
-/// else the profile's: its keys in the credentials file, its `credential_process`, its keys in
-/// the config file (botocore's order).
+/// The sign-in: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), else keys from the environment
+/// (unless `profile` is named in code), else the profile's, in botocore's order: its role, its
+/// SSO role, its keys in the credentials file, its `credential_process`, its keys in the
+/// config file.
 pub(crate) fn find_sign_in(
     env: &dyn Fn(&str) -> Option<String>,
     profile: Option<&str>,
@@ -347,9 +349,10 @@ struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    /// The credentials of profile `name`: its `role_arn` (when `roles`), its keys in the
-    /// credentials file, its `credential_process`, its keys in the config file; `None` when
-    /// it has none of them.
+    /// The credentials of profile `name`: its `role_arn` (when `roles`), its SSO role, its keys
+    /// in the credentials file, its `credential_process`, its keys in the config file; `None`
+    /// when it has none of them. `roles` is false for a source profile with keys, as in
+    /// botocore (so a profile may name itself as its role's source).
     fn profile(
         &self,
         name: &str,

@@ -419,7 +419,6 @@ impl crate::model::Model for BedrockConverse {
         options: &'a StreamOptions,
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
         use super::bedrock_auth::{BedrockSignIn, FoundSignIn, find_sign_in};
-        use futures_util::StreamExt;
 
         let env = |name: &str| std::env::var(name).ok();
         let found = match (
@@ -457,7 +456,6 @@ impl crate::model::Model for BedrockConverse {
             }
             Err(message) => self.stream_signed(Err(message), context, options),
         }
-        .boxed()
     }
 }
 

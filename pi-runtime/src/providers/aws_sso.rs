@@ -232,11 +232,28 @@ mod tests {
 
     const CORP_TOKEN: &str = "aoaAAAAAGcorp-sso-access-token";
     const LEGACY_TOKEN: &str = "aoaAAAAAGlegacy-sso-access-token";
+    const PARTIAL_TOKEN: &str = "aoaAAAAAGpartial-sso-access-token";
+    const FAILING_TOKEN: &str = "aoaAAAAAGfailing-sso-access-token";
 
     /// The portal: a role's credentials named after it (`ASIA-DEVELOPER`, ...), expiring in
     /// `lifetime()` seconds, for a known token; 401 for any other.
     fn portal(request: &Recorded, lifetime: u64) -> (u16, &'static str, String) {
         let token = request.header("x-amz-sso_bearer_token").unwrap_or_default();
+        if token == PARTIAL_TOKEN {
+            return (
+                200,
+                "application/json",
+                r#"{"roleCredentials":{"secretAccessKey":"partial-secret","sessionToken":"t","expiration":1}}"#
+                    .to_owned(),
+            );
+        }
+        if token == FAILING_TOKEN {
+            return (
+                500,
+                "application/json",
+                r#"{"message":"internal failure"}"#.to_owned(),
+            );
+        }
         if token != CORP_TOKEN && token != LEGACY_TOKEN {
             return (
                 401,
@@ -306,6 +323,10 @@ mod tests {
              sso_account_id = 1\nsso_role_name = R\n\
              [profile broken]\nsso_start_url = https://broken.awsapps.com/start\nsso_region = us-east-2\n\
              sso_account_id = 1\nsso_role_name = R\n\
+             [profile partial]\nsso_start_url = https://partial.awsapps.com/start\nsso_region = us-east-2\n\
+             sso_account_id = 1\nsso_role_name = R\n\
+             [profile failing]\nsso_start_url = https://failing.awsapps.com/start\nsso_region = us-east-2\n\
+             sso_account_id = 1\nsso_role_name = R\n\
              [profile half]\nsso_session = corp\nsso_account_id = 111122223333\n\
              [profile lost]\nsso_session = gone\nsso_account_id = 1\nsso_role_name = R\n\
              [profile other_url]\nsso_session = corp\nsso_start_url = https://elsewhere.awsapps.com/start\n\
@@ -335,6 +356,12 @@ mod tests {
             "https://revoked.awsapps.com/start",
             serde_json::json!({"accessToken": "aoaAAAAAGrevoked-token", "expiresAt": hours_from_now(8, "Z")}),
         );
+        for (start, token) in [("partial", PARTIAL_TOKEN), ("failing", FAILING_TOKEN)] {
+            cache(
+                &format!("https://{start}.awsapps.com/start"),
+                serde_json::json!({"accessToken": token, "expiresAt": hours_from_now(8, "Z")}),
+            );
+        }
         cache(
             "https://broken.awsapps.com/start",
             serde_json::json!({"expiresAt": hours_from_now(8, "Z")}),
@@ -430,6 +457,8 @@ mod tests {
                 "revoked",
                 ": 401 Unauthorized: Session token not found or invalid (run `aws sso login --profile revoked`",
             ),
+            ("partial", ": the answer has no roleCredentials.accessKeyId"),
+            ("failing", ": 500 Internal Server Error: internal failure"),
             (
                 "half",
                 "The AWS profile \"half\" is configured to use SSO but is missing required configuration: sso_role_name",
@@ -446,13 +475,14 @@ mod tests {
         for (profile, expected) in cases {
             let err = ours(&env, profile).await.unwrap_err();
             assert!(err.contains(expected), "{profile}: {err}");
-            if !["half", "lost", "other_url"].contains(&profile) {
+            if !["half", "lost", "other_url", "partial", "failing"].contains(&profile) {
                 assert!(
                     err.contains(&format!("run `aws sso login --profile {profile}` (pi-runtime does not refresh SSO tokens itself)")),
                     "{profile}: {err}"
                 );
             }
             assert!(!err.contains("aoaAAAAAG"), "{profile}: {err}");
+            assert!(!err.contains("partial-secret"), "{profile}: {err}");
         }
     }
 

@@ -237,6 +237,32 @@ mod tests {
         )
         .fmt(aws_smithy_types::date_time::Format::DateTime)
         .unwrap();
+        // Answers that are wrong in one way each.
+        match role.as_str() {
+            "GARBAGE" => return (200, "text/xml", "<AssumeRoleResponse><unclosed".to_owned()),
+            "PARTIAL" => {
+                return (
+                    200,
+                    "text/xml",
+                    "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>ASIA-P</AccessKeyId>\
+                     <SecretAccessKey>partial-secret</SecretAccessKey><Expiration>2030-01-01T00:00:00Z</Expiration>\
+                     </Credentials></AssumeRoleResult></AssumeRoleResponse>"
+                        .to_owned(),
+                );
+            }
+            "STALE" => {
+                return (
+                    200,
+                    "text/xml",
+                    "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>ASIA-S</AccessKeyId>\
+                     <SecretAccessKey>stale-secret</SecretAccessKey><SessionToken>stale-token</SessionToken>\
+                     <Expiration>2020-01-01T00:00:00Z</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>"
+                        .to_owned(),
+                );
+            }
+            "THROTTLED" => return (500, "text/plain", "busy".to_owned()),
+            _ => {}
+        }
         (
             200,
             "text/xml",
@@ -260,6 +286,7 @@ mod tests {
             "helper",
             r#"echo '{"Version": 1, "AccessKeyId": "AKIDPROCESS", "SecretAccessKey": "process-secret"}'"#,
         );
+        let failing = script(dir, "failing", "echo 'helper: not signed in' >&2\nexit 1");
         let credentials = dir.join("credentials");
         let config = dir.join("config");
         std::fs::write(
@@ -292,7 +319,13 @@ mod tests {
                  credential_source = Environment\n\
                  [profile mfa]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\nmfa_serial = arn:aws:iam::1:mfa/me\n\
                  [profile metadata]\nrole_arn = arn:aws:iam::123456789012:role/n\ncredential_source = Ec2InstanceMetadata\n\
-                 [profile bad_duration]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\nduration_seconds = an hour\n"
+                 [profile bad_duration]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = base\nduration_seconds = an hour\n\
+                 [profile garbage]\nrole_arn = arn:aws:iam::123456789012:role/garbage\nsource_profile = base\n\
+                 [profile partial]\nrole_arn = arn:aws:iam::123456789012:role/partial\nsource_profile = base\n\
+                 [profile stale]\nrole_arn = arn:aws:iam::123456789012:role/stale\nsource_profile = base\n\
+                 [profile throttled]\nrole_arn = arn:aws:iam::123456789012:role/throttled\nsource_profile = base\n\
+                 [profile broken_source]\nrole_arn = arn:aws:iam::123456789012:role/n\nsource_profile = failing\n\
+                 [profile failing]\ncredential_process = {failing}\n"
             ),
         )
         .unwrap();
@@ -458,10 +491,55 @@ mod tests {
                 "The duration_seconds \"an hour\" of AWS profile \"bad_duration\" is not a number of seconds",
             ),
         ];
-        for (profile, expected) in cases {
+        let answers = [
+            ("garbage", ": the answer is not XML"),
+            ("partial", ": the answer has no Credentials/SessionToken"),
+            ("stale", "STS at http://127.0.0.1:"),
+            (
+                "stale",
+                " returned credentials that had already expired (at 2020-01-01T00:00:00Z)",
+            ),
+            ("throttled", ": 500 Internal Server Error"),
+            (
+                "broken_source",
+                "Could not get the source credentials of AWS profile \"broken_source\": The credential_process of AWS profile \"failing\"",
+            ),
+            (
+                "broken_source",
+                "failed with exit code 1: helper: not signed in",
+            ),
+        ];
+        for (profile, expected) in cases.into_iter().chain(answers) {
             let err = ours(&env, profile).await.unwrap_err();
             assert!(err.contains(expected), "{profile}: {err}");
-            assert!(!err.contains("base/secret"), "{err}");
+            for secret in [
+                "base/secret",
+                "partial-secret",
+                "stale-secret",
+                "stale-token",
+            ] {
+                assert!(!err.contains(secret), "{err}");
+            }
+        }
+        // Nothing listening: the connection's failure is said.
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", listener.local_addr().unwrap())
+        };
+        let mut closed_env = env.clone();
+        closed_env.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
+        closed_env.push(("AWS_ENDPOINT_URL_STS", closed.clone()));
+        let err = ours(&closed_env, "deploy").await.unwrap_err();
+        assert!(
+            err.contains(&format!("with STS at {closed}: connection failed")),
+            "{err}"
+        );
+        // botocore refuses the same configurations.
+        if let Some(python) = botocore_python() {
+            for profile in ["loop_a", "missing_source", "no_source", "both_sources"] {
+                let theirs = botocore_credentials(&python, dir.path(), &env, profile);
+                assert!(theirs.is_err(), "{profile}: {theirs:?}");
+            }
         }
         // AWS_ENDPOINT_URL is STS's too, and the default is the region's.
         assert_eq!(

@@ -74,9 +74,9 @@ mod transform;
 mod vertex;
 
 pub use anthropic::AnthropicMessages;
-pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
 #[cfg(feature = "bedrock")]
 pub use aws_credentials::{AwsCredentialsFuture, AwsCredentialsProvider, AwsCredentialsResult};
+pub use azure_openai::{AzureOpenAiCompletions, AzureOpenAiResponses};
 #[cfg(feature = "bedrock")]
 pub use bedrock::BedrockConverse;
 #[cfg(feature = "bedrock")]

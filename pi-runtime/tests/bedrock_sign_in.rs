@@ -1,6 +1,7 @@
 //! Bedrock signed in through the shared AWS files as companies set them up, end to end against
 //! a local server: a profile's `credential_process` asked at each request (run again once its
-//! credentials near their expiration), and a failing one said without a secret. The credential
+//! credentials near their expiration), a failing one said without a secret, and an
+//! application's own `AwsCredentialsProvider` asked at each request. The credential
 //! sources themselves are checked against botocore in the crate's unit tests.
 //!
 //! The model reads the AWS variables of its process: the test runs this binary's
@@ -169,4 +170,64 @@ async fn signed_in_child() {
     );
     assert!(!text.contains("--secret-arg"), "{text}");
     assert_eq!(server.seen().len(), 2, "nothing sent without credentials");
+}
+
+/// Temporary keys from a source of the application's own: new ones at each request.
+struct Rotating(std::sync::atomic::AtomicUsize);
+
+impl pi_runtime::providers::AwsCredentialsProvider for Rotating {
+    fn credentials(&self) -> pi_runtime::providers::AwsCredentialsFuture<'_> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            if n == 2 {
+                return Err("the vault is sealed".to_owned());
+            }
+            Ok(pi_runtime::providers::AwsCredentials::new(
+                format!("AKIDOWN{n}"),
+                "own-secret",
+                Some(format!("OWN-SESSION-TOKEN-{n}")),
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_provider_of_your_own_is_asked_at_each_request() {
+    let server = Server::start(vec![
+        Reply::status(403, r#"{"message":"no"}"#),
+        Reply::status(403, r#"{"message":"no"}"#),
+    ])
+    .await;
+    let model = BedrockConverse::new("anthropic.claude-3-haiku-20240307-v1:0")
+        .base_url(&server.url)
+        .region("us-east-1")
+        .credentials_provider(Arc::new(Rotating(Default::default())))
+        .max_retries(0);
+    for _ in 0..2 {
+        let text = errors_of(&model).await;
+        assert!(
+            text.contains("check the credentials from .credentials_provider(..)"),
+            "{text}"
+        );
+    }
+    let text = errors_of(&model).await;
+    assert_eq!(
+        text,
+        "Could not get AWS credentials for Bedrock from .credentials_provider(..): the vault is sealed"
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    for (request, n) in seen.iter().zip(0..) {
+        assert!(
+            request
+                .header("authorization")
+                .unwrap()
+                .starts_with(&format!("AWS4-HMAC-SHA256 Credential=AKIDOWN{n}/")),
+            "{request:?}"
+        );
+        assert_eq!(
+            request.header("x-amz-security-token"),
+            Some(format!("OWN-SESSION-TOKEN-{n}").as_str())
+        );
+    }
 }

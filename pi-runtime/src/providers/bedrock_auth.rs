@@ -296,7 +296,11 @@ pub(crate) fn find_sign_in(
         _ => {}
     }
     let files = Files::of(env, profile);
-    let resolver = Resolver { files: &files, env };
+    let resolver = Resolver {
+        files: &files,
+        env,
+        region: find_region(env, profile),
+    };
     let mut visited = vec![files.profile.clone()];
     match resolver.profile(&files.profile, true, &mut visited)? {
         Some(Resolved::Keys(credentials, source)) => Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
@@ -346,6 +350,9 @@ impl Resolved {
 struct Resolver<'a> {
     files: &'a Files,
     env: &'a dyn Fn(&str) -> Option<String>,
+    /// The region STS is asked in: the profile's (botocore's session region), for every role
+    /// of a chain.
+    region: String,
 }
 
 impl Resolver<'_> {
@@ -494,7 +501,7 @@ impl Resolver<'_> {
                 )
             })?),
         };
-        let region = find_region(self.env, Some(name));
+        let region = self.region.clone();
         let request = super::aws_sts::RoleRequest {
             role_arn: role_arn.clone(),
             session_name: get("role_session_name").map(|(v, _)| v),

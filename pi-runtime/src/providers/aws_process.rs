@@ -135,9 +135,15 @@ impl ProcessCredentials {
         };
         match answer.get("Version") {
             Some(version) if version == 1 => {}
-            Some(version) => {
+            // A number is shown; anything else could be a key put in the wrong place.
+            Some(Value::Number(version)) => {
                 return Err(format!(
                     "{named} printed Version {version}; the only version there is is 1"
+                ));
+            }
+            Some(_) => {
+                return Err(format!(
+                    "{named} printed a Version that is not a number (it must be 1)"
                 ));
             }
             None => return Err(format!("{named} printed no \"Version\" (it must be 1)")),
@@ -299,6 +305,16 @@ printf '{{"Version": 1, "AccessKeyId": "AKID%s", "SecretAccessKey": "s"}}' "$(wc
             (
                 script(dir.path(), "not_json", "echo 'AccessKeyId=SECRETOUT'"),
                 "did not print JSON (22 bytes on its standard output)",
+            ),
+            (
+                script(
+                    dir.path(),
+                    "string_version",
+                    &answer(
+                        r#"{"Version": "SECRETOUT", "AccessKeyId": "A", "SecretAccessKey": "S"}"#,
+                    ),
+                ),
+                "printed a Version that is not a number (it must be 1)",
             ),
             (
                 script(dir.path(), "array", &answer("[1]")),

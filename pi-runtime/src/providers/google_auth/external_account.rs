@@ -401,42 +401,20 @@ fn is_workforce_pool(audience: &str) -> bool {
 /// Python's `urllib.parse.quote` (all but letters, digits, `_.-~` and `/` as `%XX`), which
 /// google-auth applies to `options` before the form encodes it again.
 fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"_.-~/".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    const PYTHON_QUOTE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'-')
+        .remove(b'~')
+        .remove(b'/');
+    percent_encoding::utf8_percent_encode(text, PYTHON_QUOTE).to_string()
 }
 
-/// Seconds since 1970 of `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (IAM's `expireTime`).
+/// Seconds since 1970 of an RFC 3339 time (IAM's `expireTime`, `2026-12-05T18:30:15Z`).
 fn unix_seconds_of_rfc3339(text: &str) -> Option<u64> {
-    let text = text.strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut date = date.splitn(3, '-').map(|part| part.parse::<i64>().ok());
-    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
-    let time = time.split('.').next()?;
-    let mut time = time.splitn(3, ':').map(|part| part.parse::<i64>().ok());
-    let (hour, minute, second) = (time.next()??, time.next()??, time.next()??);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
+    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .ok()?;
+    u64::try_from(time.unix_timestamp()).ok()
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub(crate) fn botocore_python() -> Option<PathBuf> {
 pub(crate) type Resolved = Result<(String, String, Option<String>), String>;
 
 /// What `botocore.session.Session(profile=..).get_credentials()` returns, frozen, with only
-/// the variables `env` gives (and `PATH`), in `home`.
+/// the variables `env` gives (and `PATH`), in `home`; `profile` empty: no profile named.
 pub(crate) fn botocore_credentials(
     python: &Path,
     home: &Path,
@@ -50,7 +50,9 @@ pub(crate) fn botocore_credentials(
     const SCRIPT: &str = r#"
 import json, sys, botocore.session
 try:
-    credentials = botocore.session.Session(profile=sys.argv[1]).get_credentials()
+    # An empty name: the profile of the environment (AWS_PROFILE, else default).
+    session = botocore.session.Session(profile=sys.argv[1] or None)
+    credentials = session.get_credentials()
     if credentials is None:
         print(json.dumps({"error": "no credentials"}))
     else:
@@ -290,12 +292,13 @@ pub(crate) fn form_fields(body: &[u8]) -> Vec<(String, String)> {
     fields
 }
 
-/// The credentials we resolve for `profile` (named in code) with only `env`'s variables, as
-/// [`botocore_credentials`] gives them.
+/// The credentials we resolve for `profile` (named in code; empty: none named) with only
+/// `env`'s variables, as [`botocore_credentials`] gives them.
 pub(crate) async fn ours(env: &[(&str, String)], profile: &str) -> Resolved {
     use super::bedrock_auth::{BedrockSignIn, FoundSignIn, find_sign_in};
     let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
-    let credentials = match find_sign_in(&lookup, Some(profile))? {
+    let named = Some(profile).filter(|p| !p.is_empty());
+    let credentials = match find_sign_in(&lookup, named)? {
         FoundSignIn::Ready(BedrockSignIn::SigV4 { credentials, .. }) => credentials,
         FoundSignIn::Ready(other) => panic!("{other:?}"),
         FoundSignIn::Profile { credentials, .. } => credentials.provider().credentials().await?,

@@ -1,7 +1,10 @@
 //! A profile's `role_arn`: the role assumed with STS `AssumeRole` (the Query API: a form POST
-//! signed with SigV4 for `sts` by the source credentials, an XML answer), its credentials kept
-//! until five minutes before they expire, then the role assumed again.
+//! signed with SigV4 for `sts` by the source credentials, an XML answer), or with
+//! `AssumeRoleWithWebIdentity` (unsigned, with the token a file holds: Kubernetes' service
+//! account token on EKS, a CI system's OIDC token); its credentials kept until five minutes
+//! before they expire, then the role assumed again.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::aws_credentials::{
@@ -39,11 +42,20 @@ pub(crate) struct RoleRequest {
     pub(crate) region: String,
 }
 
+/// What a role is assumed with.
+enum Proof {
+    /// `AssumeRole`, signed with these credentials.
+    Credentials(SharedProvider),
+    /// `AssumeRoleWithWebIdentity`, with the token in this file (read at each call: such
+    /// tokens are rotated).
+    WebIdentity(PathBuf),
+}
+
 /// Credentials of an assumed role.
 pub(crate) struct AssumedRole {
     request: RoleRequest,
     session_name: String,
-    source: SharedProvider,
+    proof: Proof,
     kept: Refreshing,
     client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
@@ -51,6 +63,15 @@ pub(crate) struct AssumedRole {
 impl AssumedRole {
     /// The role `request` names, assumed with the credentials `source` gives.
     pub(crate) fn new(request: RoleRequest, source: SharedProvider) -> Self {
+        Self::with(request, Proof::Credentials(source))
+    }
+
+    /// The role `request` names, assumed with the web identity token in `token_file`.
+    pub(crate) fn with_web_identity(request: RoleRequest, token_file: PathBuf) -> Self {
+        Self::with(request, Proof::WebIdentity(token_file))
+    }
+
+    fn with(request: RoleRequest, proof: Proof) -> Self {
         let session_name = request.session_name.clone().unwrap_or_else(|| {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -61,19 +82,26 @@ impl AssumedRole {
         AssumedRole {
             request,
             session_name,
-            source,
+            proof,
             kept: Refreshing::default(),
             client: std::sync::OnceLock::new(),
         }
     }
 
-    /// The form `AssumeRole` is sent.
-    fn form(&self) -> String {
+    /// The form `AssumeRole` is sent (`AssumeRoleWithWebIdentity` with a web identity token).
+    fn form(&self, web_identity_token: Option<&str>) -> String {
         let mut form = form_urlencoded::Serializer::new(String::new());
-        form.append_pair("Action", "AssumeRole")
+        let action = match web_identity_token {
+            Some(_) => "AssumeRoleWithWebIdentity",
+            None => "AssumeRole",
+        };
+        form.append_pair("Action", action)
             .append_pair("Version", STS_VERSION)
             .append_pair("RoleArn", &self.request.role_arn)
             .append_pair("RoleSessionName", &self.session_name);
+        if let Some(token) = web_identity_token {
+            form.append_pair("WebIdentityToken", token);
+        }
         if let Some(seconds) = self.request.duration_seconds {
             form.append_pair("DurationSeconds", &seconds.to_string());
         }
@@ -96,10 +124,6 @@ impl AssumedRole {
                 "Could not assume the role {role_arn} of AWS profile \"{profile}\" with STS at {endpoint}: {detail}"
             )
         };
-        let source = self.source.credentials().await.map_err(|err| {
-            format!("Could not get the source credentials of AWS profile \"{profile}\": {err}")
-        })?;
-        let body = self.form();
         let content_type = (
             "content-type".to_owned(),
             "application/x-www-form-urlencoded; charset=utf-8".to_owned(),
@@ -109,20 +133,55 @@ impl AssumedRole {
         } else {
             format!("{endpoint}/")
         };
-        let scope = SigningScope {
-            credentials: &source,
-            region,
-            service: "sts",
-            time: std::time::SystemTime::now(),
+        // The web identity token is a secret: kept out of every message.
+        let mut token = None;
+        let (body, signed) = match &self.proof {
+            Proof::Credentials(source) => {
+                let source = source.credentials().await.map_err(|err| {
+                    format!(
+                        "Could not get the source credentials of AWS profile \"{profile}\": {err}"
+                    )
+                })?;
+                let body = self.form(None);
+                let scope = SigningScope {
+                    credentials: &source,
+                    region,
+                    service: "sts",
+                    time: std::time::SystemTime::now(),
+                };
+                let signed = sigv4_headers(
+                    "POST",
+                    &url,
+                    std::slice::from_ref(&content_type),
+                    body.as_bytes(),
+                    &scope,
+                )
+                .map_err(failed)?;
+                (body, signed)
+            }
+            Proof::WebIdentity(file) => {
+                let read = std::fs::read_to_string(file).map_err(|err| {
+                    failed(format!(
+                        "cannot read the web identity token file {}: {err}",
+                        file.display()
+                    ))
+                })?;
+                // Sent as the file holds it, as botocore sends it.
+                if read.trim().is_empty() {
+                    return Err(failed(format!(
+                        "the web identity token file {} is empty",
+                        file.display()
+                    )));
+                }
+                let body = self.form(Some(&read));
+                token = Some(read);
+                (body, Vec::new())
+            }
         };
-        let signed = sigv4_headers(
-            "POST",
-            &url,
-            std::slice::from_ref(&content_type),
-            body.as_bytes(),
-            &scope,
-        )
-        .map_err(failed)?;
+        let hide = |text: String| match &token {
+            Some(token) => text.replace(token.trim(), "<redacted>"),
+            None => text,
+        };
         let client = self
             .client
             .get_or_init(|| {
@@ -166,7 +225,7 @@ impl AssumedRole {
             // <ErrorResponse><Error><Code>AccessDenied</Code><Message>User: ... is not
             // authorized to perform: sts:AssumeRole on resource: ...</Message>: no secret.
             let detail = match (find("Code"), find("Message")) {
-                (Some(code), Some(message)) => format!("{status}: {code}: {message}"),
+                (Some(code), Some(message)) => hide(format!("{status}: {code}: {message}")),
                 (Some(code), None) => format!("{status}: {code}"),
                 _ => status.to_string(),
             };
@@ -227,6 +286,12 @@ mod tests {
                     .to_owned(),
             );
         }
+        // AssumeRole or AssumeRoleWithWebIdentity: the answer's elements are named after it.
+        let action = fields
+            .iter()
+            .find(|(k, _)| k == "Action")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         let role = arn
             .rsplit('/')
             .next()
@@ -261,19 +326,35 @@ mod tests {
                 );
             }
             "THROTTLED" => return (500, "text/plain", "busy".to_owned()),
+            // STS repeating the token it refuses (it does not, but a proxy might).
+            "REJECTED" => {
+                let token = fields
+                    .iter()
+                    .find(|(k, _)| k == "WebIdentityToken")
+                    .map(|(_, v)| v.trim().to_owned())
+                    .unwrap_or_default();
+                return (
+                    400,
+                    "text/xml",
+                    format!(
+                        "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>\
+                         <Message>Token {token} has expired</Message></Error></ErrorResponse>"
+                    ),
+                );
+            }
             _ => {}
         }
         (
             200,
             "text/xml",
             format!(
-                "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\
-                 <AssumeRoleResult><AssumedRoleUser><AssumedRoleId>AROA:x</AssumedRoleId>\
+                "<{action}Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\
+                 <{action}Result><AssumedRoleUser><AssumedRoleId>AROA:x</AssumedRoleId>\
                  <Arn>{arn}</Arn></AssumedRoleUser><Credentials>\
                  <AccessKeyId>ASIA-{role}</AccessKeyId><SecretAccessKey>secret/{role}</SecretAccessKey>\
                  <SessionToken>token-{role}</SessionToken><Expiration>{expires}</Expiration>\
-                 </Credentials></AssumeRoleResult><ResponseMetadata><RequestId>1</RequestId>\
-                 </ResponseMetadata></AssumeRoleResponse>"
+                 </Credentials></{action}Result><ResponseMetadata><RequestId>1</RequestId>\
+                 </ResponseMetadata></{action}Response>"
             ),
         )
     }
@@ -556,6 +637,143 @@ mod tests {
         assert!(server.seen().iter().all(|r| r.method == "POST"));
     }
 
+    const WEB_TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.WEB-IDENTITY-TOKEN.c2lnbmF0dXJl";
+
+    /// Web identities, from the variables (which win over the profile's keys) and from a
+    /// profile, resolved by botocore and by us against one local STS: the same credentials,
+    /// the same `AssumeRoleWithWebIdentity` forms, neither signed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn web_identities_are_assumed_as_botocore_assumes_them() {
+        let Some(python) = botocore_python() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (credentials, config) = files(dir.path());
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, format!("{WEB_TOKEN}\n")).unwrap();
+        let server = LocalServer::start(|request| assumed(request, 3600)).await;
+        let shared = vec![
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+            ("AWS_ENDPOINT_URL_STS", server.url.clone()),
+            ("AWS_DEFAULT_REGION", "eu-west-1".to_owned()),
+        ];
+        let mut from_variables = shared.clone();
+        from_variables.extend([
+            (
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                token_file.display().to_string(),
+            ),
+            (
+                "AWS_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/web".to_owned(),
+            ),
+            ("AWS_ROLE_SESSION_NAME", "web-session".to_owned()),
+        ]);
+        let from_profile = shared.clone();
+        std::fs::write(
+            &config,
+            std::fs::read_to_string(&config).unwrap()
+                + &format!(
+                    "[profile eks]\nweb_identity_token_file = {}\nrole_arn = arn:aws:iam::123456789012:role/eksrole\n\
+                     role_session_name = eks-session\n",
+                    token_file.display()
+                ),
+        )
+        .unwrap();
+        // AWS_PROFILE's "base" has keys: the variables' web identity comes first, as in
+        // botocore; a profile named in code turns the variables off.
+        from_variables.push(("AWS_PROFILE", "base".to_owned()));
+        let theirs = botocore_credentials(&python, dir.path(), &from_variables, "base");
+        assert_eq!(ours(&from_variables, "base").await, theirs);
+        assert_eq!(theirs.unwrap().0, "AKIDBASE");
+        assert!(server.seen().is_empty());
+        for (profile, env, id) in [
+            ("", &from_variables, "ASIA-WEB"),
+            ("eks", &from_profile, "ASIA-EKSROLE"),
+        ] {
+            let before = server.seen().len();
+            let (python, home, theirs_env, name) = (
+                python.clone(),
+                dir.path().to_owned(),
+                env.clone(),
+                profile.to_owned(),
+            );
+            let theirs = tokio::task::spawn_blocking(move || {
+                botocore_credentials(&python, &home, &theirs_env, &name)
+            })
+            .await
+            .unwrap();
+            let ours = ours(env, profile).await;
+            assert_eq!(ours, theirs, "{profile}");
+            assert_eq!(ours.unwrap().0, id);
+            let seen = server.seen();
+            let [botocore, ours] = &seen[before..] else {
+                panic!("{profile}: {:?}", &seen[before..]);
+            };
+            assert_eq!(
+                form_fields(&botocore.body),
+                form_fields(&ours.body),
+                "{profile}"
+            );
+            assert!(
+                form_fields(&ours.body)
+                    .contains(&("WebIdentityToken".to_owned(), format!("{WEB_TOKEN}\n")))
+            );
+            for request in [botocore, ours] {
+                assert_eq!(request.header("authorization"), None, "{profile}: unsigned");
+            }
+        }
+
+        // What goes wrong: no role, no file, an empty one, STS refusing the token.
+        let mut no_role = shared.clone();
+        no_role.push((
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            token_file.display().to_string(),
+        ));
+        let err = ours(&no_role, "").await.unwrap_err();
+        assert_eq!(
+            err,
+            "A web identity token file is set (AWS_WEB_IDENTITY_TOKEN_FILE) for AWS profile \"default\", \
+             but no role to assume with it: set AWS_ROLE_ARN or the profile's role_arn"
+        );
+        let theirs = botocore_credentials(&python, dir.path(), &no_role, "").unwrap_err();
+        assert!(theirs.contains("no role ARN configured"), "{theirs}");
+        let with_file = |file: &std::path::Path, role: &str| {
+            let mut env = shared.clone();
+            env.push(("AWS_WEB_IDENTITY_TOKEN_FILE", file.display().to_string()));
+            env.push((
+                "AWS_ROLE_ARN",
+                format!("arn:aws:iam::123456789012:role/{role}"),
+            ));
+            env
+        };
+        let missing = dir.path().join("missing-token");
+        let err = ours(&with_file(&missing, "web"), "").await.unwrap_err();
+        assert!(
+            err.contains(&format!(
+                "cannot read the web identity token file {}",
+                missing.display()
+            )),
+            "{err}"
+        );
+        let empty = dir.path().join("empty-token");
+        std::fs::write(&empty, "\n").unwrap();
+        let err = ours(&with_file(&empty, "web"), "").await.unwrap_err();
+        assert!(err.ends_with("is empty"), "{err}");
+        let err = ours(&with_file(&token_file, "rejected"), "")
+            .await
+            .unwrap_err();
+        assert!(
+            err.ends_with(": 400 Bad Request: InvalidIdentityToken: Token <redacted> has expired"),
+            "{err}"
+        );
+        assert!(!err.contains("WEB-IDENTITY-TOKEN"), "{err}");
+    }
+
     #[tokio::test]
     async fn a_role_is_assumed_again_five_minutes_before_it_expires() {
         let dir = tempfile::tempdir().unwrap();
@@ -619,10 +837,10 @@ mod tests {
         );
         assert!(
             default_name
-                .form()
+                .form(None)
                 .contains("RoleSessionName=pi-runtime-session-1"),
             "{}",
-            default_name.form()
+            default_name.form(None)
         );
     }
 }

@@ -2,8 +2,8 @@
 //! token), or AWS credentials from the usual places (the environment, then the shared
 //! credentials and config files with profiles, a session token included) with each request
 //! signed by SigV4 (the `aws-sigv4` crate). A profile may instead name a `credential_process`
-//! ([`aws_process`](super::aws_process)), a role to assume with STS
-//! ([`aws_sts`](super::aws_sts)) or an SSO role ([`aws_sso`](super::aws_sso)), whose
+//! ([`aws_process`](super::aws_process)), a role to assume with STS (with keys or a web
+//! identity token, [`aws_sts`](super::aws_sts)) or an SSO role ([`aws_sso`](super::aws_sso)), whose
 //! credentials are asked for at each request. The region comes from the same places.
 
 use std::path::PathBuf;
@@ -102,7 +102,8 @@ impl BedrockSignIn {
 pub(crate) const CREDENTIALS_ADVICE: &str = "set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), \
      or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for temporary keys), \
      or a profile (AWS_PROFILE) in ~/.aws/credentials or ~/.aws/config with keys, a \
-     credential_process, a role_arn, or an SSO role (`aws sso login`)";
+     credential_process, a role_arn, or an SSO role (`aws sso login`), or \
+     AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN";
 
 /// The files and profile the environment points at.
 struct Files {
@@ -220,6 +221,11 @@ pub(crate) enum ProfileCredentials {
     },
     /// A role's credentials from the SSO portal, for the token `aws sso login` cached.
     Sso(super::aws_sso::SsoRequest),
+    /// A role assumed with the web identity token a file holds.
+    WebIdentity {
+        request: super::aws_sts::RoleRequest,
+        token_file: PathBuf,
+    },
 }
 
 /// The command's arguments could hold a secret: only the profile is shown.
@@ -237,6 +243,14 @@ impl std::fmt::Debug for ProfileCredentials {
                 .field("source", source)
                 .finish(),
             ProfileCredentials::Sso(request) => request.fmt(f),
+            ProfileCredentials::WebIdentity {
+                request,
+                token_file,
+            } => f
+                .debug_struct("WebIdentity")
+                .field("request", request)
+                .field("token_file", token_file)
+                .finish(),
         }
     }
 }
@@ -255,14 +269,21 @@ impl ProfileCredentials {
             ProfileCredentials::Sso(request) => {
                 std::sync::Arc::new(super::aws_sso::SsoCredentials::new(request.clone()))
             }
+            ProfileCredentials::WebIdentity {
+                request,
+                token_file,
+            } => std::sync::Arc::new(super::aws_sts::AssumedRole::with_web_identity(
+                request.clone(),
+                token_file.clone(),
+            )),
         }
     }
 }
 
 /// The sign-in: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), else keys from the environment
-/// (unless `profile` is named in code), else the profile's, in botocore's order: its role, its
-/// SSO role, its keys in the credentials file, its `credential_process`, its keys in the
-/// config file.
+/// (unless `profile` is named in code), else the profile's, in botocore's order: its role, a
+/// web identity, its SSO role, its keys in the credentials file, its `credential_process`, its
+/// keys in the config file.
 pub(crate) fn find_sign_in(
     env: &dyn Fn(&str) -> Option<String>,
     profile: Option<&str>,
@@ -302,7 +323,9 @@ pub(crate) fn find_sign_in(
         region: find_region(env, profile),
     };
     let mut visited = vec![files.profile.clone()];
-    match resolver.profile(&files.profile, true, &mut visited)? {
+    // A profile named in code also turns off the web identity variables (botocore's
+    // `disable_env_vars`).
+    match resolver.profile(&files.profile, true, profile.is_none(), &mut visited)? {
         Some(Resolved::Keys(credentials, source)) => Ok(FoundSignIn::Ready(BedrockSignIn::SigV4 {
             credentials,
             source,
@@ -356,14 +379,16 @@ struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    /// The credentials of profile `name`: its `role_arn` (when `roles`), its SSO role, its keys
-    /// in the credentials file, its `credential_process`, its keys in the config file; `None`
-    /// when it has none of them. `roles` is false for a source profile with keys, as in
-    /// botocore (so a profile may name itself as its role's source).
+    /// The credentials of profile `name`: its `role_arn` (when `roles`), a web identity (the
+    /// variables too when `top`), its SSO role, its keys in the credentials file, its
+    /// `credential_process`, its keys in the config file; `None` when it has none of them.
+    /// `roles` is false for a source profile with keys, as in botocore (so a profile may name
+    /// itself as its role's source).
     fn profile(
         &self,
         name: &str,
         roles: bool,
+        top: bool,
         visited: &mut Vec<String>,
     ) -> Result<Option<Resolved>, String> {
         let values = self.files.profile_named(name);
@@ -375,6 +400,42 @@ impl Resolver<'_> {
         };
         if roles && get("role_arn").is_some() && get("web_identity_token_file").is_none() {
             return self.assume_role(name, &values, visited).map(Some);
+        }
+        // A web identity: the variable (`top`: for the profile of the environment, not one
+        // named in code nor a source), else the profile's.
+        let variable_or_profile = |key: &str, variable: &str| {
+            top.then(|| var(self.env, variable))
+                .flatten()
+                .map(|value| (value, variable.to_owned()))
+                .or_else(|| get(key).map(|(value, path)| (value, path.display().to_string())))
+        };
+        if let Some((token_file, from)) =
+            variable_or_profile("web_identity_token_file", "AWS_WEB_IDENTITY_TOKEN_FILE")
+        {
+            let (role_arn, _) =
+                variable_or_profile("role_arn", "AWS_ROLE_ARN").ok_or_else(|| {
+                    format!(
+                        "A web identity token file is set ({from}) for AWS profile \"{name}\", but \
+                     no role to assume with it: set AWS_ROLE_ARN or the profile's role_arn"
+                    )
+                })?;
+            let request = super::aws_sts::RoleRequest {
+                role_arn: role_arn.clone(),
+                session_name: variable_or_profile("role_session_name", "AWS_ROLE_SESSION_NAME")
+                    .map(|(v, _)| v),
+                external_id: None,
+                duration_seconds: None,
+                profile: name.to_owned(),
+                endpoint: super::aws_sts::sts_endpoint(self.env, &self.region),
+                region: self.region.clone(),
+            };
+            return Ok(Some(Resolved::Fetched(
+                ProfileCredentials::WebIdentity {
+                    request,
+                    token_file: PathBuf::from(&token_file),
+                },
+                format!("the role {role_arn} with the web identity token in {token_file} ({from})"),
+            )));
         }
         const SSO_KEYS: [&str; 5] = [
             "sso_session",
@@ -421,13 +482,6 @@ impl Resolver<'_> {
             return Ok(Some(static_keys(keys)));
         }
         // Profiles whose keys another tool makes: name the way out.
-        if get("web_identity_token_file").is_some() {
-            return Err(format!(
-                "The AWS profile \"{name}\" gets its keys through web_identity_token_file, which pi-runtime does not run: \
-                 export them with `aws configure export-credentials --profile {name} --format env`, \
-                 or {CREDENTIALS_ADVICE}"
-            ));
-        }
         Ok(None)
     }
 
@@ -486,7 +540,7 @@ impl Resolver<'_> {
                     ));
                 }
                 visited.push(source.clone());
-                self.profile(&source, !has_keys, visited)?
+                self.profile(&source, !has_keys, false, visited)?
                     .ok_or_else(|| {
                         format!("The source profile \"{source}\" must have credentials")
                     })?

@@ -774,6 +774,61 @@ mod tests {
         assert!(!err.contains("WEB-IDENTITY-TOKEN"), "{err}");
     }
 
+    /// A rotated token is the one sent when the role is assumed again.
+    #[tokio::test]
+    async fn the_web_identity_token_is_read_again_at_each_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, "first-token").unwrap();
+        // Two minutes: inside the margin, so each request assumes the role again.
+        let server = LocalServer::start(|request| assumed(request, 120)).await;
+        let env = vec![
+            (
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                token_file.display().to_string(),
+            ),
+            (
+                "AWS_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/web".to_owned(),
+            ),
+            ("AWS_ENDPOINT_URL_STS", server.url.clone()),
+            ("HOME", dir.path().display().to_string()),
+        ];
+        let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        let found = crate::providers::bedrock_auth::find_sign_in(&lookup, None).unwrap();
+        let crate::providers::bedrock_auth::FoundSignIn::Profile {
+            credentials: settings,
+            source,
+        } = found
+        else {
+            panic!("{found:?}");
+        };
+        assert_eq!(
+            source,
+            format!(
+                "the role arn:aws:iam::123456789012:role/web with the web identity token in {} (AWS_WEB_IDENTITY_TOKEN_FILE)",
+                token_file.display()
+            )
+        );
+        assert!(!format!("{settings:?}").contains("first-token"));
+        let provider = settings.provider();
+        provider.credentials().await.unwrap();
+        std::fs::write(&token_file, "second-token").unwrap();
+        provider.credentials().await.unwrap();
+        let tokens: Vec<String> = server
+            .seen()
+            .iter()
+            .map(|request| {
+                form_fields(&request.body)
+                    .into_iter()
+                    .find(|(k, _)| k == "WebIdentityToken")
+                    .map(|(_, v)| v)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(tokens, ["first-token", "second-token"]);
+    }
+
     #[tokio::test]
     async fn a_role_is_assumed_again_five_minutes_before_it_expires() {
         let dir = tempfile::tempdir().unwrap();

@@ -782,7 +782,7 @@ mod tests {
         std::fs::write(&token_file, "first-token").unwrap();
         // Two minutes: inside the margin, so each request assumes the role again.
         let server = LocalServer::start(|request| assumed(request, 120)).await;
-        let env = vec![
+        let env = [
             (
                 "AWS_WEB_IDENTITY_TOKEN_FILE",
                 token_file.display().to_string(),

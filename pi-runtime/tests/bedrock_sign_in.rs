@@ -231,3 +231,50 @@ async fn a_provider_of_your_own_is_asked_at_each_request() {
         );
     }
 }
+
+/// A source that never answers.
+struct Silent;
+
+impl pi_runtime::providers::AwsCredentialsProvider for Silent {
+    fn credentials(&self) -> pi_runtime::providers::AwsCredentialsFuture<'_> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn an_abort_while_the_credentials_are_fetched_ends_the_request() {
+    use futures_util::StreamExt;
+    let server = Server::start(vec![]).await;
+    let model = BedrockConverse::new("anthropic.claude-3-haiku-20240307-v1:0")
+        .base_url(&server.url)
+        .credentials_provider(Arc::new(Silent))
+        .max_retries(0);
+    let signal = pi_tool::CancellationToken::new();
+    let options = StreamOptions::with_signal(signal.clone());
+    let messages = vec![Arc::new(Message::User(UserMessage::text("hi")))];
+    let context = Context {
+        system_prompt: "",
+        messages: &messages,
+        tools: &[],
+    };
+    let abort = async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        signal.cancel();
+    };
+    let (events, ()) = tokio::join!(
+        tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            model.stream(context, &options).collect::<Vec<_>>(),
+        ),
+        abort
+    );
+    let events = events.expect("the abort ends the request");
+    match events.last() {
+        Some(pi_runtime::AssistantEvent::Error { reason, error }) => {
+            assert_eq!(*reason, pi_runtime::StopReason::Aborted);
+            assert_eq!(error.error_message.as_deref(), Some("Request was aborted"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(server.seen().is_empty());
+}

@@ -491,9 +491,15 @@ impl BedrockConverse {
     ) -> futures_util::stream::BoxStream<'a, crate::model::AssistantEvent> {
         use futures_util::StreamExt;
         let prepare = async move {
-            let sign_in = match tokio::time::timeout(CREDENTIALS_TIMEOUT, provider.credentials())
-                .await
-            {
+            // An abort while the credentials are fetched stops the fetch (a process is killed):
+            // the request then ends as aborted (the HTTP layer sees the signal first).
+            let fetched = tokio::select! {
+                () = options.signal.cancelled() => {
+                    return self.stream_signed(Err(super::http::ABORTED.to_owned()), context, options);
+                }
+                fetched = tokio::time::timeout(CREDENTIALS_TIMEOUT, provider.credentials()) => fetched,
+            };
+            let sign_in = match fetched {
                 Ok(Ok(credentials)) => Ok(super::bedrock_auth::BedrockSignIn::SigV4 {
                     credentials,
                     source,

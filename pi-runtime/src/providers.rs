@@ -33,6 +33,8 @@ macro_rules! model_identity {
 mod anthropic;
 mod assemble;
 #[cfg(feature = "bedrock")]
+mod aws_container;
+#[cfg(feature = "bedrock")]
 mod aws_credentials;
 #[cfg(feature = "bedrock")]
 mod aws_process;

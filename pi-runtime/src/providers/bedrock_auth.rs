@@ -3,7 +3,8 @@
 //! credentials and config files with profiles, a session token included) with each request
 //! signed by SigV4 (the `aws-sigv4` crate). A profile may instead name a `credential_process`
 //! ([`aws_process`](super::aws_process)), a role to assume with STS (with keys or a web
-//! identity token, [`aws_sts`](super::aws_sts)) or an SSO role ([`aws_sso`](super::aws_sso)), whose
+//! identity token, [`aws_sts`](super::aws_sts)) or an SSO role ([`aws_sso`](super::aws_sso)),
+//! and a container's agent ([`aws_container`](super::aws_container)) comes last: their
 //! credentials are asked for at each request. The region comes from the same places.
 
 use std::path::PathBuf;
@@ -103,7 +104,8 @@ pub(crate) const CREDENTIALS_ADVICE: &str = "set AWS_BEARER_TOKEN_BEDROCK (a Bed
      or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN for temporary keys), \
      or a profile (AWS_PROFILE) in ~/.aws/credentials or ~/.aws/config with keys, a \
      credential_process, a role_arn, or an SSO role (`aws sso login`), or \
-     AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN";
+     AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, or a container's \
+     AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or AWS_CONTAINER_CREDENTIALS_FULL_URI";
 
 /// The files and profile the environment points at.
 struct Files {
@@ -221,6 +223,8 @@ pub(crate) enum ProfileCredentials {
     },
     /// A role's credentials from the SSO portal, for the token `aws sso login` cached.
     Sso(super::aws_sso::SsoRequest),
+    /// A container's agent (ECS, EKS Pod Identity).
+    Container(super::aws_container::AgentRequest),
     /// A role assumed with the web identity token a file holds.
     WebIdentity {
         request: super::aws_sts::RoleRequest,
@@ -243,6 +247,7 @@ impl std::fmt::Debug for ProfileCredentials {
                 .field("source", source)
                 .finish(),
             ProfileCredentials::Sso(request) => request.fmt(f),
+            ProfileCredentials::Container(request) => request.fmt(f),
             ProfileCredentials::WebIdentity {
                 request,
                 token_file,
@@ -269,6 +274,9 @@ impl ProfileCredentials {
             ProfileCredentials::Sso(request) => {
                 std::sync::Arc::new(super::aws_sso::SsoCredentials::new(request.clone()))
             }
+            ProfileCredentials::Container(request) => std::sync::Arc::new(
+                super::aws_container::ContainerCredentials::new(request.clone()),
+            ),
             ProfileCredentials::WebIdentity {
                 request,
                 token_file,
@@ -283,7 +291,7 @@ impl ProfileCredentials {
 /// The sign-in: a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), else keys from the environment
 /// (unless `profile` is named in code), else the profile's, in botocore's order: its role, a
 /// web identity, its SSO role, its keys in the credentials file, its `credential_process`, its
-/// keys in the config file.
+/// keys in the config file; else a container's agent.
 pub(crate) fn find_sign_in(
     env: &dyn Fn(&str) -> Option<String>,
     profile: Option<&str>,
@@ -335,6 +343,13 @@ pub(crate) fn find_sign_in(
             source,
         }),
         None => {
+            // Last, as in botocore: a container's agent.
+            if let Some(agent) = super::aws_container::agent_request(env)? {
+                return Ok(FoundSignIn::Profile {
+                    source: format!("the container's agent at {}", agent.url),
+                    credentials: ProfileCredentials::Container(agent),
+                });
+            }
             let looked = [files.credentials.as_ref(), files.config.as_ref()]
                 .into_iter()
                 .flatten()

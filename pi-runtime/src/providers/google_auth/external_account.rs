@@ -412,8 +412,8 @@ fn percent_encode(text: &str) -> String {
 
 /// Seconds since 1970 of an RFC 3339 time (IAM's `expireTime`, `2026-12-05T18:30:15Z`).
 fn unix_seconds_of_rfc3339(text: &str) -> Option<u64> {
-    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .ok()?;
+    let time =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     u64::try_from(time.unix_timestamp()).ok()
 }
 

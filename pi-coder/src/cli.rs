@@ -516,16 +516,19 @@ async fn start(args: Args) -> Result<ExitCode, String> {
     let builtins = coding_tools(workspace)
         .subset(&builtin_names)
         .map_err(|err| format!("pi: --tools: {err}"))?;
+    // The terminal interface (both ends a terminal, interactive text mode) asks in its own
+    // screen; a plain terminal (TERM unset or dumb) keeps the line prompts.
+    let use_tui = mode == Mode::Text && !args.print && tui::wanted();
+    let (server_questions, elicitations) = tui::elicitation::channel();
+    let interface_questions =
+        use_tui.then(|| Arc::new(server_questions) as Arc<dyn pi_mcp::ElicitationHandler>);
     let mut tools = if args.no_tools {
         Tools::none(builtins)
     } else {
-        Tools::start(&args, &cwd, builtins, &input).await?
+        Tools::start(&args, &cwd, builtins, &input, interface_questions).await?
     };
     // A confined command needs no approval: the sandbox is what keeps it in bounds (and where
     // it cannot be confined, `bash` refuses it instead of running it unconfined).
-    // The terminal interface (both ends a terminal, interactive text mode) asks in its own
-    // screen; a plain terminal (TERM unset or dumb) keeps the line prompt.
-    let use_tui = mode == Mode::Text && !args.print && tui::wanted();
     let (asker, questions) = tui::approval::channel();
     let approval = if args.yes || sandboxed {
         Approval::Always
@@ -641,7 +644,7 @@ async fn start(args: Args) -> Result<ExitCode, String> {
         return Ok(print::run(&mut setup, prompts, json).await);
     }
     if use_tui {
-        return tui::run(&mut setup, first, messages, questions).await;
+        return tui::run(&mut setup, first, messages, questions, elicitations).await;
     }
     interactive::run(&mut setup, first, messages).await
 }
@@ -748,12 +751,14 @@ impl Tools {
 
     /// Reads the MCP configuration (files unless `--no-mcp-config`, then `--mcp` options) and
     /// connects. The project's servers start only with the user's consent: `--yes`, or `y` to
-    /// a question on the terminal.
+    /// a question on the terminal. Servers' questions during calls go to `interface` when the
+    /// terminal interface runs, else they are asked on lines of the terminal (not --print).
     async fn start(
         args: &Args,
         cwd: &Path,
         builtins: ToolRegistry,
         input: &Input,
+        interface: Option<Arc<dyn pi_mcp::ElicitationHandler>>,
     ) -> Result<Tools, String> {
         let servers = if args.no_mcp_config {
             McpServers::from_options(&args.mcp)?
@@ -791,16 +796,18 @@ impl Tools {
                 config.merge(servers.project);
             }
         }
-        // Questions are asked on lines of the cooked terminal; the terminal interface reads
-        // keys, so there the server is told that pi cannot ask (as in print mode).
-        let terminal_interface = args.mode.unwrap_or(Mode::Text) == Mode::Text && tui::wanted();
-        let asks = !args.print && std::io::stdin().is_terminal() && !terminal_interface;
-        let setup = ClientSetup::for_terminal(
+        // Questions are asked on lines of the cooked terminal, or in the terminal interface,
+        // which reads keys; with --print the server is told that pi cannot ask.
+        let asks = !args.print && std::io::stdin().is_terminal() && interface.is_none();
+        let mut setup = ClientSetup::for_terminal(
             &config,
             crate::session::pi_agent_dir().join(OAUTH_TOKENS_FILE),
             asks.then(|| Arc::clone(input)),
             |warning| eprintln!("{warning}"),
         );
+        if interface.is_some() {
+            setup.elicitation = interface;
+        }
         let mut mcp =
             McpTools::connect_with(&config, &setup, |warning| eprintln!("{warning}")).await;
         mcp.send_directly(args.mcp_tools_direct);

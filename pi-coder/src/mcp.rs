@@ -396,8 +396,8 @@ fn field_question(name: &str, property: &Value, required: bool) -> String {
 }
 
 /// The values a field may take: `(value, as shown)`, from `enum` or titled `oneOf`/`anyOf`
-/// (also of an array's items).
-fn choices(property: &Value) -> Vec<(String, String)> {
+/// (also of an array's items). The terminal interface asks with the same choices.
+pub(crate) fn choices(property: &Value) -> Vec<(String, String)> {
     let of = if property["type"] == "array" {
         &property["items"]
     } else {

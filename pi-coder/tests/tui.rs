@@ -771,3 +771,101 @@ fn the_terminal_is_restored_after_sigterm_and_sigint() {
         assert_restored(&modes);
     }
 }
+
+/// `--mcp ask=...`: tests/support/asking_server.py under the MCP Python SDK of the test
+/// dependencies (`.ci/install-test-deps`); `None` (skipped) when they are missing, outside CI.
+fn asking_server() -> Option<String> {
+    let deps = std::env::var_os("PI_TEST_DEPS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".cache/pi-tool-test-deps"))
+        })?;
+    let python = deps.join("venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "the MCP Python SDK is missing: run .ci/install-test-deps"
+        );
+        eprintln!("skipped: the MCP Python SDK is missing (run .ci/install-test-deps)");
+        return None;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/asking_server.py");
+    Some(format!("ask={} {}", python.display(), script.display()))
+}
+
+#[test]
+fn a_servers_form_is_answered_field_by_field_cancelled_with_escape_and_declined() {
+    if !have_tmux() {
+        return;
+    }
+    let Some(mcp) = asking_server() else {
+        return;
+    };
+    let server = FakeServer::start(Script::new(&["{}"]).tool("ask__profile"));
+    let world = World::new();
+    let pane = world.pi(&server, &["--no-session", "--mcp", &mcp], 100, 40);
+    pane.wait_for("────");
+    pane.type_text("who am I");
+    pane.keys(&["Enter"]);
+    // The server's message (its escape sequence removed), then the first field.
+    let screen = pane.wait_for("Name (1 of 4, required): text");
+    assert!(screen.contains("MCP server \"ask\" asks:"), "{screen}");
+    assert!(screen.contains("Who are you?"), "{screen}");
+    assert!(screen.contains("what to call you"), "{screen}");
+    assert!(!screen.contains("pwned"), "{screen}");
+    let title = pane.tmux(&["display-message", "-p", "-t", "pi", "#{pane_title}"]);
+    assert!(
+        !title.contains("pwned"),
+        "the server set the title: {title}"
+    );
+    pane.type_text("Ada");
+    pane.wait_editor("Ada");
+    pane.keys(&["Enter"]);
+    // An empty Enter takes the default.
+    pane.wait_for("Age (2 of 4, default 36): a whole number");
+    pane.wait_editor("");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Pets (3 of 4, required): a whole number");
+    // A wrong type is refused with the reason and asked again, the text kept to fix.
+    pane.type_text("many");
+    pane.keys(&["Enter"]);
+    pane.wait_for("That does not fit: ");
+    pane.wait_until("Pets asked again", |s| {
+        s.contains("Pets (3 of 4, required)")
+    });
+    pane.wait_editor("many");
+    pane.keys(&["C-u"]);
+    pane.type_text("2");
+    pane.keys(&["Enter"]);
+    // Choices: numbered, picked with the arrows.
+    let screen = pane.wait_for("Plan (4 of 4, required): one of");
+    assert!(
+        screen.contains("1. free") && screen.contains("2. team"),
+        "{screen}"
+    );
+    pane.keys(&["Down", "Down"]);
+    pane.wait_for("→ 2. team");
+    pane.keys(&["Enter"]);
+    pane.wait_for(r#"Saw: accepted {"age": 36, "name": "Ada", "pets": 2, "plan": "team"}"#);
+    // The answers went to the server, none to the model as a message.
+    let texts: Vec<String> = prompts(&server).iter().map(text_of).collect();
+    assert_eq!(texts, ["who am I"], "{texts:?}");
+
+    // Escape cancels the whole question: the server hears `cancel`; the turn goes on.
+    pane.type_text("again");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Name (1 of 4, required)");
+    pane.type_text("Bob");
+    pane.keys(&["Escape"]);
+    pane.wait_for("Saw: answered cancel");
+    pane.wait_editor("");
+    // Ctrl+D declines it.
+    pane.type_text("once more");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Name (1 of 4, required)");
+    pane.keys(&["C-d"]);
+    pane.wait_for("Saw: answered decline");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.wait_exit().0, 0);
+}

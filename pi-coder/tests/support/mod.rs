@@ -15,6 +15,8 @@ pub struct Script {
     lead: String,
     commands: Vec<String>,
     echo: bool,
+    /// The tool called instead of `bash`, each command being its JSON arguments.
+    tool: Option<String>,
 }
 
 impl Script {
@@ -23,6 +25,7 @@ impl Script {
             lead: String::new(),
             commands: commands.iter().map(|c| (*c).to_owned()).collect(),
             echo: false,
+            tool: None,
         }
     }
 
@@ -36,6 +39,13 @@ impl Script {
             echo: true,
             ..Script::new(commands)
         }
+    }
+
+    /// Calls `tool` (an MCP server's, say) instead of `bash`: each command is its arguments'
+    /// JSON text.
+    pub fn tool(mut self, tool: &str) -> Self {
+        self.tool = Some(tool.to_owned());
+        self
     }
 
     pub fn lead(mut self, text: &str) -> Self {
@@ -198,8 +208,12 @@ impl FakeServer {
                         );
                     }
                     let calls: Vec<serde_json::Value> = script.commands.iter().enumerate().map(|(i, command)| {
+                    let (name, arguments) = match &script.tool {
+                        Some(tool) => (tool.clone(), command.clone()),
+                        None => ("bash".to_owned(), serde_json::json!({"command": command}).to_string()),
+                    };
                     serde_json::json!({"index": i, "id": format!("call_{}", i + 1), "type": "function",
-                        "function": {"name": "bash", "arguments": serde_json::json!({"command": command}).to_string()}})
+                        "function": {"name": name, "arguments": arguments}})
                 }).collect();
                     events += &chunk(
                         serde_json::json!({"role": "assistant", "tool_calls": calls}),

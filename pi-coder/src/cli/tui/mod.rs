@@ -9,6 +9,7 @@
 //! - `editor`, `history`, `complete`: the prompt editor;
 //! - `selector`: the searchable lists of `/model`, `/resume` and `-r`;
 //! - `approval`: questions to the user (bash approval);
+//! - `elicitation`: an MCP server's questions during a call, answered in the editor;
 //! - `screen`: the differential renderer; `terminal`: raw mode and its restoration;
 //! - `commands`: the slash commands.
 
@@ -16,6 +17,7 @@ pub(crate) mod approval;
 mod commands;
 mod complete;
 mod editor;
+pub(crate) mod elicitation;
 mod highlight;
 mod history;
 mod markdown;
@@ -42,6 +44,7 @@ use approval::{Answer, Question, Questions};
 pub(crate) use commands::session_choice;
 use complete::{Completion, FileIndex};
 use editor::{Edit, Editor};
+use elicitation::Elicitations;
 use screen::Screen;
 use selector::Selector;
 use text::{Color, Span, Style, to_ansi, truncate};
@@ -100,6 +103,10 @@ struct Ui {
     cwd: PathBuf,
     selector: Option<(Selector, Purpose)>,
     question: Option<Question>,
+    /// MCP servers' questions: the one open owns the editor.
+    elicitations: elicitation::Queue,
+    /// What was in the editor when a server's question took it, given back after.
+    draft: Option<String>,
     notice: Option<String>,
     working: Option<Instant>,
     expanded: bool,
@@ -187,6 +194,8 @@ impl Ui {
             for line in text::wrap(&[Span::new(gray, question.detail.clone())], width) {
                 lines.push(to_ansi(&line));
             }
+        } else if let Some(asking) = self.elicitations.open() {
+            lines.extend(asking.render(width, self.elicitations.waiting()));
         }
         if let Some((selector, _)) = &self.selector {
             lines.extend(selector.render(width));
@@ -198,7 +207,12 @@ impl Ui {
                 _ => Color::Magenta,
             });
             lines.push(to_ansi(&[Span::new(border, "─".repeat(width))]));
-            for line in self.editor.render(width, self.question.is_none()) {
+            let cursor = self.question.is_none()
+                && self
+                    .elicitations
+                    .open()
+                    .is_none_or(|asking| !asking.is_url());
+            for line in self.editor.render(width, cursor) {
                 lines.push(to_ansi(&line));
             }
             lines.push(to_ansi(&[Span::new(border, "─".repeat(width))]));
@@ -264,6 +278,10 @@ impl Ui {
             Event::Paste(text) => {
                 if let Some((selector, _)) = &mut self.selector {
                     selector.paste(&text);
+                } else if self.elicitations.open().is_some() {
+                    if self.question.is_none() {
+                        self.editor.insert(&text);
+                    }
                 } else if self.question.is_none() && !self.paste_image(&text) {
                     self.editor.insert(&text);
                     self.update_completion();
@@ -286,6 +304,10 @@ impl Ui {
                 _ => Answer::No,
             };
             question.answer(answer);
+            return Action::None;
+        }
+        if self.elicitations.open().is_some() && !(ctrl && key.code == KeyCode::Char('c')) {
+            self.elicitation_key(key);
             return Action::None;
         }
         if let Some((selector, _)) = &mut self.selector {
@@ -398,6 +420,74 @@ impl Ui {
                 }
                 Action::None
             }
+        }
+    }
+
+    /// A server's question arrived: it takes the editor (what was typed is kept for after).
+    fn elicitation_arrived(&mut self, pending: elicitation::Elicitation) {
+        if self.draft.is_none() {
+            self.draft = Some(self.editor.take());
+            self.completion = None;
+        }
+        self.elicitations.push(pending);
+        self.elicitations_settled();
+    }
+
+    /// Once no server's question is open any more, the editor gets back what was typed.
+    fn elicitations_settled(&mut self) {
+        if self.elicitations.open().is_none()
+            && let Some(draft) = self.draft.take()
+        {
+            self.editor.set_text(&draft);
+        }
+    }
+
+    /// A key while a server's question is open: Escape cancels it, Ctrl+D declines it, Enter
+    /// answers the field (↑/↓ pick among choices), `y`/`n` answer a URL; the rest edits.
+    fn elicitation_key(&mut self, key: KeyEvent) {
+        use pi_mcp::ElicitationResponse;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let plain = !ctrl && !key.modifiers.contains(KeyModifiers::ALT);
+        let Some(asking) = self.elicitations.open_mut() else {
+            return;
+        };
+        let response = match key.code {
+            KeyCode::Esc => Some(ElicitationResponse::Cancel),
+            KeyCode::Char('d') if ctrl => Some(ElicitationResponse::Decline),
+            KeyCode::Char(c) if plain && asking.is_url() => match c.to_ascii_lowercase() {
+                'y' => Some(ElicitationResponse::Accept(serde_json::Value::Null)),
+                'n' => Some(ElicitationResponse::Decline),
+                _ => None,
+            },
+            _ if asking.is_url() => None,
+            KeyCode::Enter if plain => match asking.enter(&self.editor.text()) {
+                elicitation::Step::Next => {
+                    self.editor.take();
+                    None
+                }
+                elicitation::Step::Again => None,
+                elicitation::Step::Done(response) => {
+                    self.editor.take();
+                    Some(response)
+                }
+            },
+            KeyCode::Up => {
+                asking.move_highlight(-1);
+                None
+            }
+            KeyCode::Down => {
+                asking.move_highlight(1);
+                None
+            }
+            _ => {
+                self.editor.key(key);
+                None
+            }
+        };
+        if let Some(response) = response {
+            self.editor.take();
+            self.elicitations.answer(response);
+            self.elicitations_settled();
         }
     }
 
@@ -605,6 +695,7 @@ pub(super) async fn run(
     first: Option<Vec<Content>>,
     rest: Vec<String>,
     mut questions: Questions,
+    mut elicitations: Elicitations,
 ) -> Result<ExitCode, String> {
     let (guard, mut keys) =
         terminal::Guard::enter().map_err(|err| format!("pi: cannot use the terminal: {err}"))?;
@@ -619,6 +710,8 @@ pub(super) async fn run(
         cwd: setup.agent.cwd().to_path_buf(),
         selector: None,
         question: None,
+        elicitations: elicitation::Queue::default(),
+        draft: None,
         notice: None,
         working: None,
         expanded: false,
@@ -658,7 +751,15 @@ pub(super) async fn run(
         .chain(rest.into_iter().map(|m| vec![Content::text(m)]));
     for prompt in initial {
         setup.tools.refresh(&mut setup.agent);
-        let flow = turn(setup, &ui, &mut keys, &mut questions, &mut signals, prompt).await;
+        let flow = turn(
+            setup,
+            &ui,
+            &mut keys,
+            (&mut questions, &mut elicitations),
+            &mut signals,
+            prompt,
+        )
+        .await;
         if let Flow::Quit = flow {
             drop(guard);
             return Ok(ExitCode::SUCCESS);
@@ -679,6 +780,10 @@ pub(super) async fn run(
                 ui.borrow_mut().question = Some(question);
                 Action::None
             }
+            Some(pending) = elicitations.recv() => {
+                ui.borrow_mut().elicitation_arrived(pending);
+                Action::None
+            }
             code = signals.next(&mut setup.interrupts) => exit_on_signal(code),
         };
         let flow = match action {
@@ -688,7 +793,8 @@ pub(super) async fn run(
                 } else {
                     let content = ui.borrow_mut().content(&text);
                     setup.tools.refresh(&mut setup.agent);
-                    turn(setup, &ui, &mut keys, &mut questions, &mut signals, content).await
+                    let asked = (&mut questions, &mut elicitations);
+                    turn(setup, &ui, &mut keys, asked, &mut signals, content).await
                 }
             }
             Action::Quit => Flow::Quit,
@@ -725,7 +831,7 @@ async fn turn(
     setup: &mut Setup,
     ui: &RefCell<Ui>,
     keys: &mut Keys,
-    questions: &mut Questions,
+    (questions, elicitations): (&mut Questions, &mut Elicitations),
     signals: &mut Signals,
     content: Vec<Content>,
 ) -> Flow {
@@ -780,8 +886,17 @@ async fn turn(
                     ui.question = Some(question);
                     ui.draw();
                 }
+                Some(pending) = elicitations.recv() => {
+                    let mut ui = ui.borrow_mut();
+                    ui.elicitation_arrived(pending);
+                    ui.draw();
+                }
                 _ = tick.tick() => {
                     let mut ui = ui.borrow_mut();
+                    // A question whose call was aborted or ended is gone from the screen.
+                    if ui.elicitations.prune() {
+                        ui.elicitations_settled();
+                    }
                     ui.queued = control.queued();
                     ui.draw();
                 }
@@ -793,6 +908,9 @@ async fn turn(
     ui.working = None;
     ui.live_usage = None;
     ui.question = None;
+    // A server still asking when the turn ended is told `cancel`.
+    ui.elicitations.clear();
+    ui.elicitations_settled();
     if signal.is_cancelled() {
         // As pi does: what was queued for the stopped turn comes back into the editor (before
         // what is being typed), to send again or not.

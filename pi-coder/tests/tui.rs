@@ -857,6 +857,11 @@ fn a_servers_form_is_answered_field_by_field_cancelled_with_escape_and_declined(
     pane.keys(&["Enter"]);
     pane.wait_for("Name (1 of 4, required)");
     pane.type_text("Bob");
+    pane.wait_editor("Bob");
+    // Ctrl+C clears the answer; the question stays.
+    pane.keys(&["C-c"]);
+    pane.wait_editor("");
+    assert!(pane.screen().contains("Name (1 of 4, required)"));
     pane.keys(&["Escape"]);
     pane.wait_for("Saw: answered cancel");
     pane.wait_editor("");

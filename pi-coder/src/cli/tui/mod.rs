@@ -306,8 +306,21 @@ impl Ui {
             question.answer(answer);
             return Action::None;
         }
-        if self.elicitations.open().is_some() && !(ctrl && key.code == KeyCode::Char('c')) {
-            self.elicitation_key(key);
+        if self.elicitations.open().is_some() {
+            if ctrl && key.code == KeyCode::Char('c') {
+                // Clears the answer only (the draft's pasted images stay); twice quits.
+                if self
+                    .last_ctrl_c
+                    .is_some_and(|at| at.elapsed() < DOUBLE_PRESS)
+                {
+                    return Action::Quit;
+                }
+                self.last_ctrl_c = Some(Instant::now());
+                self.editor.take();
+                self.notice = Some("Press Ctrl+C again to exit".into());
+            } else {
+                self.elicitation_key(key);
+            }
             return Action::None;
         }
         if let Some((selector, _)) = &mut self.selector {

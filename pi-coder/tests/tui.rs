@@ -874,3 +874,70 @@ fn a_servers_form_is_answered_field_by_field_cancelled_with_escape_and_declined(
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.wait_exit().0, 0);
 }
+
+#[test]
+fn a_servers_question_takes_the_editor_and_gives_the_draft_back() {
+    if !have_tmux() {
+        return;
+    }
+    let Some(mcp) = asking_server() else {
+        return;
+    };
+    let world = World::new();
+    let ready = world.project.join("ask now");
+    let arguments = serde_json::json!({"wait_for": ready}).to_string();
+    let server = FakeServer::start(Script::new(&[&arguments]).tool("ask__profile"));
+    let pane = world.pi(&server, &["--no-session", "--mcp", &mcp], 100, 40);
+    pane.wait_for("────");
+    pane.type_text("who am I");
+    pane.keys(&["Enter"]);
+    pane.wait_for("Working...");
+    // Typed while the call runs: a draft (Enter would steer).
+    pane.type_text("my draft");
+    pane.wait_editor("my draft");
+    std::fs::write(&ready, "").unwrap();
+    pane.wait_for("Name (1 of 4, required)");
+    pane.wait_editor("");
+    pane.type_text("Ada");
+    pane.keys(&["Escape"]);
+    pane.wait_for("Saw: answered cancel");
+    pane.wait_editor("my draft");
+    // Nothing typed for the question reached the model.
+    let texts: Vec<String> = prompts(&server).iter().map(text_of).collect();
+    assert_eq!(texts, ["who am I"], "{texts:?}");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.wait_exit().0, 0);
+}
+
+#[test]
+fn a_servers_url_question_is_shown_and_answered_with_one_key() {
+    if !have_tmux() {
+        return;
+    }
+    let Some(mcp) = asking_server() else {
+        return;
+    };
+    let server = FakeServer::start(Script::new(&["{}"]).tool("ask__visit"));
+    let world = World::new();
+    let pane = world.pi(&server, &["--no-session", "--mcp", &mcp], 100, 40);
+    pane.wait_for("────");
+    pane.type_text("pay");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("It wants you to open https://pay.example/confirm?id=7");
+    assert!(screen.contains("Confirm the payment"), "{screen}");
+    assert!(screen.contains("pi does not start a browser"), "{screen}");
+    // Other keys are not typed anywhere; `y` accepts.
+    pane.keys(&["x"]);
+    pane.wait_editor("");
+    pane.keys(&["y"]);
+    pane.wait_for("Saw: answered accept");
+    pane.type_text("pay again");
+    pane.keys(&["Enter"]);
+    pane.wait_until("the second question", |s| {
+        s.matches("It wants you to open").count() == 1 && s.contains("y: accept")
+    });
+    pane.keys(&["n"]);
+    pane.wait_for("Saw: answered decline");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.wait_exit().0, 0);
+}

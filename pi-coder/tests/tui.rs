@@ -670,8 +670,10 @@ fn model_and_resume_selectors_save_and_resume_and_help_lists_providers() {
     assert!(screen.contains("first prompt of the session"), "{screen}");
     pane.type_text("first");
     pane.keys(&["Enter"]);
-    let screen = pane.wait_for("Echo: first prompt of the session");
-    assert!(screen.contains("mock-two • minimal"), "{screen}");
+    // The footer is drawn again when the turn ends, perhaps a frame after the answer.
+    pane.wait_until("the answer and the saved model in the footer", |s| {
+        s.contains("Echo: first prompt of the session") && s.contains("mock-two • minimal")
+    });
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.wait_exit().0, 0);
     drop(pane);

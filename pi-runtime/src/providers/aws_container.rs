@@ -13,8 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, check_not_expired,
-    parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, parse_time,
 };
 use super::bedrock_auth::AwsCredentials;
 
@@ -202,11 +201,11 @@ impl ContainerCredentials {
         let secret = field("SecretAccessKey")?;
         let session_token = field("Token")?;
         let expires = parse_time(&field("Expiration")?, "Expiration").map_err(failed)?;
-        check_not_expired(Some(expires), &format!("The container's agent at {url}"))?;
-        Ok(Expiring {
-            credentials: AwsCredentials::new(id, secret, Some(session_token)),
-            expires: Some(expires),
-        })
+        Expiring::checked(
+            AwsCredentials::new(id, secret, Some(session_token)),
+            Some(expires),
+            &format!("The container's agent at {url}"),
+        )
     }
 }
 
@@ -219,7 +218,8 @@ impl AwsCredentialsProvider for ContainerCredentials {
 #[cfg(test)]
 mod tests {
     use crate::providers::aws_reference::{
-        LocalServer, Recorded, botocore_credentials, botocore_python, ours,
+        LocalServer, Recorded, botocore_credentials, botocore_credentials_off_thread,
+        botocore_python, ours,
     };
 
     const AGENT_TOKEN: &str = "eks-pod-identity-token-SECRET";
@@ -309,12 +309,7 @@ mod tests {
         from_value.push(("AWS_CONTAINER_AUTHORIZATION_TOKEN", AGENT_TOKEN.to_owned()));
         for env in [&from_file, &from_value] {
             let before = server.seen().len();
-            let (python, home, theirs_env) = (python.clone(), dir.path().to_owned(), env.clone());
-            let theirs = tokio::task::spawn_blocking(move || {
-                botocore_credentials(&python, &home, &theirs_env, "")
-            })
-            .await
-            .unwrap();
+            let theirs = botocore_credentials_off_thread(&python, dir.path(), env, "").await;
             let ours = ours(env, "").await;
             assert_eq!(ours, theirs);
             assert_eq!(ours.unwrap().0, "ASIA-CONTAINER");

@@ -60,6 +60,29 @@ pub(crate) struct Expiring {
     pub(crate) expires: Option<SystemTime>,
 }
 
+impl Expiring {
+    /// `credentials` from `from` (a source, for the message), refused when they have already
+    /// expired on arrival.
+    pub(crate) fn checked(
+        credentials: AwsCredentials,
+        expires: Option<SystemTime>,
+        from: &str,
+    ) -> Result<Self, String> {
+        match expires {
+            Some(at) if at <= SystemTime::now() => Err(format!(
+                "{from} returned credentials that had already expired (at {})",
+                aws_smithy_types::DateTime::from(at)
+                    .fmt(aws_smithy_types::date_time::Format::DateTime)
+                    .unwrap_or_default()
+            )),
+            _ => Ok(Expiring {
+                credentials,
+                expires,
+            }),
+        }
+    }
+}
+
 /// The credentials last fetched, kept until [`REFRESH_MARGIN`] before they expire.
 #[derive(Default)]
 pub(crate) struct Refreshing {
@@ -101,19 +124,6 @@ pub(crate) fn parse_time(text: &str, what: &str) -> Result<SystemTime, String> {
     .ok()
     .and_then(|time| SystemTime::try_from(time).ok())
     .ok_or_else(|| format!("{what} \"{text}\" is not an ISO 8601 time"))
-}
-
-/// An error when credentials expiring at `expires` have already expired.
-pub(crate) fn check_not_expired(expires: Option<SystemTime>, from: &str) -> Result<(), String> {
-    match expires {
-        Some(expires) if expires <= SystemTime::now() => Err(format!(
-            "{from} returned credentials that had already expired (at {})",
-            aws_smithy_types::DateTime::from(expires)
-                .fmt(aws_smithy_types::date_time::Format::DateTime)
-                .unwrap_or_default()
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The providers made for profiles, kept across requests (and clones of a model) while the

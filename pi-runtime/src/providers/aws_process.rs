@@ -9,8 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, check_not_expired,
-    parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, parse_time,
 };
 use super::bedrock_auth::AwsCredentials;
 
@@ -170,11 +169,11 @@ impl ProcessCredentials {
                 ));
             }
         };
-        check_not_expired(expires, &named)?;
-        Ok(Expiring {
-            credentials: AwsCredentials::new(id, secret, text("SessionToken").map(str::to_owned)),
+        Expiring::checked(
+            AwsCredentials::new(id, secret, text("SessionToken").map(str::to_owned)),
             expires,
-        })
+            &named,
+        )
     }
 }
 

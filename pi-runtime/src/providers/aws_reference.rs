@@ -41,6 +41,27 @@ pub(crate) type Resolved = Result<(String, String, Option<String>), String>;
 
 /// What `botocore.session.Session(profile=..).get_credentials()` returns, frozen, with only
 /// the variables `env` gives (and `PATH`), in `home`; `profile` empty: no profile named.
+/// [`botocore_credentials`] on a blocking thread, so that a local server on this runtime
+/// answers botocore's requests meanwhile.
+pub(crate) async fn botocore_credentials_off_thread(
+    python: &Path,
+    home: &Path,
+    env: &[(&str, String)],
+    profile: &str,
+) -> Resolved {
+    let (python, home, profile) = (python.to_owned(), home.to_owned(), profile.to_owned());
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        botocore_credentials(&python, &home, &env, &profile)
+    })
+    .await
+    .expect("botocore's thread")
+}
+
 pub(crate) fn botocore_credentials(
     python: &Path,
     home: &Path,

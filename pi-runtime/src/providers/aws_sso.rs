@@ -11,8 +11,7 @@ use serde_json::Value;
 use sha1::{Digest, Sha1};
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, check_not_expired,
-    parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, parse_time,
 };
 use super::bedrock_auth::AwsCredentials;
 
@@ -206,11 +205,11 @@ impl SsoCredentials {
             .as_u64()
             .ok_or_else(|| failed("the answer has no roleCredentials.expiration".to_owned()))?;
         let expires = UNIX_EPOCH + Duration::from_millis(expiration);
-        check_not_expired(Some(expires), &format!("The SSO portal at {endpoint}"))?;
-        Ok(Expiring {
-            credentials: AwsCredentials::new(id, secret, Some(session_token)),
-            expires: Some(expires),
-        })
+        Expiring::checked(
+            AwsCredentials::new(id, secret, Some(session_token)),
+            Some(expires),
+            &format!("The SSO portal at {endpoint}"),
+        )
     }
 }
 
@@ -227,7 +226,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use crate::providers::aws_reference::{
-        LocalServer, Recorded, botocore_credentials, botocore_python, form_fields, ours,
+        LocalServer, Recorded, botocore_credentials_off_thread, botocore_python, form_fields, ours,
     };
 
     const CORP_TOKEN: &str = "aoaAAAAAGcorp-sso-access-token";
@@ -401,17 +400,7 @@ mod tests {
         env.push(("AWS_ENDPOINT_URL_SSO", server.url.clone()));
         for (profile, id) in [("dev", "ASIA-DEVELOPER"), ("legacy", "ASIA-READONLY")] {
             let before = server.seen().len();
-            let (python, home, theirs_env, name) = (
-                python.clone(),
-                dir.path().to_owned(),
-                env.clone(),
-                profile.to_owned(),
-            );
-            let theirs = tokio::task::spawn_blocking(move || {
-                botocore_credentials(&python, &home, &theirs_env, &name)
-            })
-            .await
-            .unwrap();
+            let theirs = botocore_credentials_off_thread(&python, dir.path(), &env, profile).await;
             let ours = ours(&env, profile).await;
             assert_eq!(ours, theirs, "{profile}");
             assert_eq!(ours.unwrap().0, id);

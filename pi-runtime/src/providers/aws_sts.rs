@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, SharedProvider,
-    check_not_expired, parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, SharedProvider, parse_time,
 };
 use super::bedrock_auth::{AwsCredentials, SigningScope, sigv4_headers};
 
@@ -241,11 +240,11 @@ impl AssumedRole {
         let secret = field("SecretAccessKey")?;
         let token = field("SessionToken")?;
         let expires = parse_time(&field("Expiration")?, "Expiration").map_err(failed)?;
-        check_not_expired(Some(expires), &format!("STS at {endpoint}"))?;
-        Ok(Expiring {
-            credentials: AwsCredentials::new(id, secret, Some(token)),
-            expires: Some(expires),
-        })
+        Expiring::checked(
+            AwsCredentials::new(id, secret, Some(token)),
+            Some(expires),
+            &format!("STS at {endpoint}"),
+        )
     }
 }
 
@@ -262,8 +261,8 @@ mod tests {
 
     use crate::providers::AwsCredentials;
     use crate::providers::aws_reference::{
-        LocalServer, Recorded, botocore_credentials, botocore_python, form_fields, ours, script,
-        signed_by,
+        LocalServer, Recorded, botocore_credentials, botocore_credentials_off_thread,
+        botocore_python, form_fields, ours, script, signed_by,
     };
 
     /// An `AssumeRole` answer for a role, its keys named after the role (`ASIA-DEPLOY`, ...),
@@ -451,17 +450,7 @@ mod tests {
         let own = AwsCredentials::new("AKIDSELF", "self-secret", None);
         for (profile, signers, id) in cases {
             let before = server.seen().len();
-            let (python, home, theirs_env) = (
-                python.clone(),
-                dir.path().to_owned(),
-                env.iter().map(|(k, v)| (*k, v.clone())).collect::<Vec<_>>(),
-            );
-            let profile_name = profile.to_owned();
-            let theirs = tokio::task::spawn_blocking(move || {
-                botocore_credentials(&python, &home, &theirs_env, &profile_name)
-            })
-            .await
-            .unwrap();
+            let theirs = botocore_credentials_off_thread(&python, dir.path(), &env, profile).await;
             let middle = server.seen().len();
             let ours = ours(&env, profile).await;
             assert_eq!(ours, theirs, "{profile}");
@@ -696,17 +685,7 @@ mod tests {
             ("eks", &from_profile, "ASIA-EKSROLE"),
         ] {
             let before = server.seen().len();
-            let (python, home, theirs_env, name) = (
-                python.clone(),
-                dir.path().to_owned(),
-                env.clone(),
-                profile.to_owned(),
-            );
-            let theirs = tokio::task::spawn_blocking(move || {
-                botocore_credentials(&python, &home, &theirs_env, &name)
-            })
-            .await
-            .unwrap();
+            let theirs = botocore_credentials_off_thread(&python, dir.path(), env, profile).await;
             let ours = ours(env, profile).await;
             assert_eq!(ours, theirs, "{profile}");
             assert_eq!(ours.unwrap().0, id);

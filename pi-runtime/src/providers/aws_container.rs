@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, LazyClient, Refreshing, parse_time,
 };
 use super::bedrock_auth::AwsCredentials;
 
@@ -120,7 +120,7 @@ fn check_allowed(full: &str) -> Result<(), String> {
 pub(crate) struct ContainerCredentials {
     request: AgentRequest,
     kept: Refreshing,
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: LazyClient,
 }
 
 impl ContainerCredentials {
@@ -128,7 +128,7 @@ impl ContainerCredentials {
         ContainerCredentials {
             request,
             kept: Refreshing::default(),
-            client: std::sync::OnceLock::new(),
+            client: LazyClient::default(),
         }
     }
 
@@ -154,17 +154,7 @@ impl ContainerCredentials {
                 "the authorization token holds a line break, which no header may".to_owned(),
             ));
         }
-        let client = self
-            .client
-            .get_or_init(|| {
-                super::http::build_client(&super::settings::Settings::new(
-                    "",
-                    "amazon-bedrock",
-                    "",
-                    &[],
-                ))
-            })
-            .clone()?;
+        let client = self.client.get()?;
         let mut request = client.get(url).header("accept", "application/json");
         if let Some(token) = &token {
             request = request.header("authorization", token);

@@ -51,6 +51,27 @@ impl AwsCredentialsProvider for AwsCredentials {
     }
 }
 
+/// The HTTP client of a credentials source (STS, the SSO portal, a container's agent), made
+/// on its first fetch: a profile that is only read never builds one.
+#[derive(Default)]
+pub(crate) struct LazyClient(std::sync::OnceLock<Result<reqwest::Client, String>>);
+
+impl LazyClient {
+    /// The client, or why it could not be made.
+    pub(crate) fn get(&self) -> Result<reqwest::Client, String> {
+        self.0
+            .get_or_init(|| {
+                super::http::build_client(&super::settings::Settings::new(
+                    "",
+                    "amazon-bedrock",
+                    "",
+                    &[],
+                ))
+            })
+            .clone()
+    }
+}
+
 /// Credentials are fetched again when less than this is left of them.
 pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(300);
 

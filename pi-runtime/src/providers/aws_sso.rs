@@ -11,7 +11,7 @@ use serde_json::Value;
 use sha1::{Digest, Sha1};
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, LazyClient, Refreshing, parse_time,
 };
 use super::bedrock_auth::AwsCredentials;
 
@@ -53,7 +53,7 @@ pub(crate) struct SsoRequest {
 pub(crate) struct SsoCredentials {
     request: SsoRequest,
     kept: Refreshing,
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: LazyClient,
 }
 
 impl SsoCredentials {
@@ -61,7 +61,7 @@ impl SsoCredentials {
         SsoCredentials {
             request,
             kept: Refreshing::default(),
-            client: std::sync::OnceLock::new(),
+            client: LazyClient::default(),
         }
     }
 
@@ -149,17 +149,7 @@ impl SsoCredentials {
             "{}/federation/credentials?{query}",
             endpoint.trim_end_matches('/')
         );
-        let client = self
-            .client
-            .get_or_init(|| {
-                super::http::build_client(&super::settings::Settings::new(
-                    "",
-                    "amazon-bedrock",
-                    "",
-                    &[],
-                ))
-            })
-            .clone()?;
+        let client = self.client.get()?;
         let send = client
             .get(&url)
             .header("x-amz-sso_bearer_token", &token)

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::aws_credentials::{
-    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, Refreshing, SharedProvider, parse_time,
+    AwsCredentialsFuture, AwsCredentialsProvider, Expiring, LazyClient, Refreshing, SharedProvider,
+    parse_time,
 };
 use super::bedrock_auth::{AwsCredentials, SigningScope, sigv4_headers};
 
@@ -56,7 +57,7 @@ pub(crate) struct AssumedRole {
     session_name: String,
     proof: Proof,
     kept: Refreshing,
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: LazyClient,
 }
 
 impl AssumedRole {
@@ -83,7 +84,7 @@ impl AssumedRole {
             session_name,
             proof,
             kept: Refreshing::default(),
-            client: std::sync::OnceLock::new(),
+            client: LazyClient::default(),
         }
     }
 
@@ -181,17 +182,7 @@ impl AssumedRole {
             Some(token) => text.replace(token.trim(), "<redacted>"),
             None => text,
         };
-        let client = self
-            .client
-            .get_or_init(|| {
-                super::http::build_client(&super::settings::Settings::new(
-                    "",
-                    "amazon-bedrock",
-                    "",
-                    &[],
-                ))
-            })
-            .clone()?;
+        let client = self.client.get()?;
         let mut request = client
             .post(&url)
             .header(content_type.0, content_type.1)

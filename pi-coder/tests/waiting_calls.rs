@@ -208,19 +208,26 @@ fn wait_for_text(buffer: &std::sync::Mutex<Vec<u8>>, needle: &str) -> String {
     }
 }
 
-#[test]
-fn pi_c_in_a_terminal_asks_and_a_no_reaches_the_model_as_declined() {
-    use std::io::{Read, Write};
-
+/// A session whose run left `touch created-by-pi` waiting for approval (`pi -p` exited with
+/// 3): the model's server, the project and the sessions folder.
+fn left_waiting() -> (FakeServer, tempfile::TempDir, tempfile::TempDir) {
     let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
     let project = tempfile::tempdir().unwrap();
     let sessions = tempfile::tempdir().unwrap();
-    let marker = project.path().join("created-by-pi");
     let first = pi(&server.address, project.path(), sessions.path())
         .args(["-p", "run it"])
         .output()
         .expect("run pi");
     assert_eq!(first.status.code(), Some(3));
+    (server, project, sessions)
+}
+
+#[test]
+fn pi_c_in_a_terminal_asks_and_a_no_reaches_the_model_as_declined() {
+    use std::io::{Read, Write};
+
+    let (server, project, sessions) = left_waiting();
+    let marker = project.path().join("created-by-pi");
 
     // `pi -c` on a terminal (line mode: TERM unset).
     let pty = nix::pty::openpty(None, None).expect("openpty");
@@ -387,15 +394,8 @@ fn response<'a>(lines: &'a [serde_json::Value], id: &str) -> (usize, &'a serde_j
 
 #[test]
 fn pi_c_in_rpc_mode_lists_the_waiting_command_and_resume_waiting_settles_it() {
-    let server = FakeServer::start(Script::new(&["touch created-by-pi"]));
-    let project = tempfile::tempdir().unwrap();
-    let sessions = tempfile::tempdir().unwrap();
+    let (server, project, sessions) = left_waiting();
     let marker = project.path().join("created-by-pi");
-    let first = pi(&server.address, project.path(), sessions.path())
-        .args(["-p", "run it"])
-        .output()
-        .expect("run pi");
-    assert_eq!(first.status.code(), Some(3));
 
     let lines = rpc(
         pi(&server.address, project.path(), sessions.path()),

@@ -18,6 +18,8 @@ use super::text::{self, Color, Span, Style, sanitize, to_ansi};
 const MESSAGE_LINES: usize = 12;
 /// At most this many lines of a field's description.
 const DESCRIPTION_LINES: usize = 4;
+/// At most this many questions wait behind the open one; more are cancelled as they come.
+const MAX_WAITING: usize = 8;
 
 /// A server's question waiting for the user, and where the answer goes.
 pub(crate) struct Elicitation {
@@ -451,8 +453,14 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    /// A question arrived: opened, or kept until those before it are answered.
+    /// A question arrived: opened, or kept until those before it are answered. Beyond
+    /// [`MAX_WAITING`] waiting, a server that floods the user is told `cancel` at once.
     pub(crate) fn push(&mut self, pending: Elicitation) {
+        self.waiting.retain(|waiting| !waiting.reply.is_closed());
+        if self.waiting.len() >= MAX_WAITING {
+            let _ = pending.reply.send(ElicitationResponse::Cancel);
+            return;
+        }
         self.waiting.push_back(pending);
         self.next();
     }
@@ -653,5 +661,27 @@ mod tests {
         drop(answer);
         assert!(queue.prune());
         assert!(queue.open().is_none());
+    }
+
+    #[test]
+    fn a_server_that_floods_questions_is_told_cancel_beyond_the_waiting_ones() {
+        let mut queue = Queue::default();
+        let answers: Vec<_> = (0..=MAX_WAITING + 1)
+            .map(|_| {
+                let (reply, answer) = oneshot::channel();
+                queue.push(Elicitation {
+                    request: form(),
+                    reply,
+                });
+                answer
+            })
+            .collect();
+        assert!(queue.open().is_some());
+        assert_eq!(queue.waiting(), MAX_WAITING);
+        let mut answers = answers;
+        let last = answers.pop().unwrap();
+        assert_eq!(last.blocking_recv(), Ok(ElicitationResponse::Cancel));
+        // The others still wait for the user.
+        assert!(answers.iter_mut().all(|answer| answer.try_recv().is_err()));
     }
 }

@@ -58,25 +58,8 @@ fn form(seen: &Seen) -> Vec<(String, String)> {
 
 /// `a=b&c=d` decoded (`+` and `%XX`).
 fn url_pairs(text: &str) -> Vec<(String, String)> {
-    let decode = |s: &str| {
-        let bytes = s.replace('+', " ").into_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'%' && i + 2 < bytes.len() {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 3;
-            } else {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-        String::from_utf8(out).unwrap()
-    };
-    text.split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (decode(k), decode(v)))
+    form_urlencoded::parse(text.as_bytes())
+        .into_owned()
         .collect()
 }
 

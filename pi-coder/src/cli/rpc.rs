@@ -453,12 +453,15 @@ async fn settle_waiting(
     let outcome = agent
         .resume_waiting(decide, CancellationToken::new(), &mut events)
         .await;
-    if let Some(Err(error)) = outcome
-        && events.response.is_some()
-    {
-        emit(&failure(&id, "resume_waiting", &error));
+    // A run that could not be resumed is refused before its first event: the failure goes
+    // out instead of the success.
+    match outcome {
+        Some(Err(error)) => match events.response.take() {
+            Some(_) => emit(&failure(&id, "resume_waiting", &error)),
+            None => eprintln!("resume_waiting: {error}"),
+        },
+        _ => events.send_response(),
     }
-    events.send_response();
     *lock(&rpc.state) = state_of(&agent);
 }
 

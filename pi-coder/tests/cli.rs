@@ -173,8 +173,12 @@ fn in_the_default_sandbox_commands_run_without_approval_and_stay_in_the_workspac
     );
     let server = FakeServer::start(Script::new(&[command.as_str()]));
     let dir = tempfile::tempdir_in(base).unwrap();
+    // The sandbox may write the temporary directory too: one of its own, so that `outside`
+    // stays outside wherever the target folder is (under /tmp, say).
+    let temp = tempfile::tempdir_in(base).unwrap();
     let output = pi_on(&server.address, dir.path())
         .env("ANTHROPIC_API_KEY", "sk-ant-not-for-commands")
+        .env("TMPDIR", temp.path())
         .args(["--no-session", "-p", "run it"])
         .output()
         .expect("run pi");

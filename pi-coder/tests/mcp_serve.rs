@@ -8,8 +8,20 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 async fn serve(cwd: &std::path::Path, confine: bool) -> RunningService<rmcp::RoleClient, ()> {
+    serve_with(cwd, confine, None).await
+}
+
+/// [`serve`] with `TMPDIR` set for the server, when `temp` is given.
+async fn serve_with(
+    cwd: &std::path::Path,
+    confine: bool,
+    temp: Option<&std::path::Path>,
+) -> RunningService<rmcp::RoleClient, ()> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_pi"));
     command.args(["mcp", "serve", "--cwd"]).arg(cwd);
+    if let Some(temp) = temp {
+        command.env("TMPDIR", temp);
+    }
     if confine {
         command.arg("--confine");
     }
@@ -102,11 +114,13 @@ async fn tools_work_in_cwd_and_confine_keeps_them_there() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bash_runs_in_the_workspace_write_sandbox() {
-    // Both outside the temporary directory, which the sandbox may write.
+    // Both outside the temporary directory, which the sandbox may write: the server gets one
+    // of its own, so that `outside` stays outside wherever the target folder is.
     let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let dir = tempfile::tempdir_in(base).expect("temp dir");
     let outside = tempfile::tempdir_in(base).expect("temp dir");
-    let client = serve(dir.path(), false).await;
+    let temp = tempfile::tempdir_in(base).expect("temp dir");
+    let client = serve_with(dir.path(), false, Some(temp.path())).await;
     let command = format!(
         "touch inside; touch {}/escaped; echo done",
         outside.path().display()

@@ -24,6 +24,13 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        assert!(
+            !base.starts_with(std::env::temp_dir()),
+            "the target folder ({}) is inside the temporary directory, which workspace-write \
+             may write, so no folder of it is outside the sandbox: build elsewhere \
+             (CARGO_TARGET_DIR) or set TMPDIR",
+            base.display()
+        );
         let workspace = tempfile::tempdir_in(base).unwrap();
         let outside = tempfile::tempdir_in(base).unwrap();
         std::fs::create_dir_all(workspace.path().join(".git/hooks")).unwrap();

@@ -298,6 +298,13 @@ async fn dropping_a_running_call_kills_its_process_group() {
 /// outside the temporary directory, which the sandbox may write).
 fn sandboxed_project() -> (tempfile::TempDir, tempfile::TempDir, pi_tool::ToolRegistry) {
     let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    assert!(
+        !base.starts_with(std::env::temp_dir()),
+        "the target folder ({}) is inside the temporary directory, which workspace-write may \
+         write, so no folder of it is outside the sandbox: build elsewhere (CARGO_TARGET_DIR) \
+         or set TMPDIR",
+        base.display()
+    );
     let dir = tempfile::tempdir_in(base).unwrap();
     let outside = tempfile::tempdir_in(base).unwrap();
     let tools = coding_tools(

@@ -5,6 +5,7 @@
 #![cfg(feature = "vertex")]
 
 mod google_reference;
+mod wire_server;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,7 @@
 
 mod google_reference;
 mod stream_end;
+mod wire_server;
 
 use std::sync::Arc;
 use std::time::Duration;

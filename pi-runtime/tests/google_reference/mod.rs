@@ -1,5 +1,5 @@
 //! What the Google sign-in tests compare with: a local server on 127.0.0.1 that answers by path
-//! and records every request (method, target, headers, body), and google-auth itself (Google's
+//! and records every request (method, target, headers, body; read as `wire_server` reads them), and google-auth itself (Google's
 //! Python library, 2.63.0 with requests, from `.ci/install-test-deps`: folder env
 //! `PI_TEST_DEPS`, default `~/.cache/pi-tool-test-deps`) run against such a server. Without
 //! google-auth a test is skipped, or fails when env `CI` is set.
@@ -10,8 +10,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+use super::wire_server::read_request;
 
 /// One answer of the server.
 #[derive(Clone, Debug)]
@@ -183,44 +185,14 @@ async fn answer(
     fallback: Reply,
     seen: Arc<Mutex<Vec<Seen>>>,
 ) {
-    let mut buffer = Vec::new();
-    let head_end = loop {
-        let mut chunk = [0u8; 4096];
-        let n = match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some(request) = read_request(&mut socket).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let mut request_line = lines.next().unwrap_or_default().split(' ');
-    let method = request_line.next().unwrap_or_default().to_owned();
-    let target = request_line.next().unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let mut chunk = [0u8; 65536];
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    }
     let seen_request = Seen {
-        method,
-        target,
-        headers,
-        body: buffer[head_end..].to_vec(),
+        method: request.method,
+        target: request.target,
+        headers: request.headers,
+        body: request.body,
     };
     let reply = routes
         .lock()

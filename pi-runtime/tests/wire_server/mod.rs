@@ -121,15 +121,21 @@ impl Server {
     }
 }
 
-async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>) {
-    socket.set_nodelay(true).unwrap();
+/// One HTTP/1.1 request as read off a socket: header names lower-cased, the body as long as
+/// its `content-length` says.
+pub struct Request {
+    pub method: String,
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Reads one request from `socket`; `None` when it closes (or fails) before the head ends.
+pub async fn read_request(socket: &mut TcpStream) -> Option<Request> {
     let mut buffer = Vec::new();
     let head_end = loop {
         let mut chunk = [0u8; 4096];
-        let n = socket.read(&mut chunk).await.unwrap();
-        if n == 0 {
-            return;
-        }
+        let n = socket.read(&mut chunk).await.ok().filter(|&n| n > 0)?;
         buffer.extend_from_slice(&chunk[..n]);
         if let Some(i) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
@@ -137,13 +143,9 @@ async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>
     };
     let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
     let mut lines = head.split("\r\n");
-    let target = lines
-        .next()
-        .unwrap_or_default()
-        .split(' ')
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let target = request_line.next().unwrap_or_default().to_owned();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
@@ -155,18 +157,29 @@ async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>
         .unwrap_or(0);
     while buffer.len() < head_end + length {
         let mut chunk = [0u8; 65536];
-        let n = socket.read(&mut chunk).await.unwrap();
-        if n == 0 {
-            break;
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
         }
-        buffer.extend_from_slice(&chunk[..n]);
     }
-    let body = serde_json::from_slice(&buffer[head_end..]).unwrap_or(Value::Null);
-    seen.lock().unwrap().push(Seen {
+    Some(Request {
+        method,
         target,
         headers,
-        body,
-        raw: buffer[head_end..].to_vec(),
+        body: buffer.split_off(head_end),
+    })
+}
+
+async fn answer(mut socket: TcpStream, reply: Reply, seen: Arc<Mutex<Vec<Seen>>>) {
+    socket.set_nodelay(true).unwrap();
+    let Some(request) = read_request(&mut socket).await else {
+        return;
+    };
+    seen.lock().unwrap().push(Seen {
+        target: request.target,
+        headers: request.headers,
+        body: serde_json::from_slice(&request.body).unwrap_or(Value::Null),
+        raw: request.body,
     });
 
     let mut response = format!(

@@ -4,11 +4,10 @@
 //! outside it (`--sandbox off`) waits for an approval nobody can give (exit 3 in `-p` and JSON
 //! mode, `tool_call_waiting` and `run_paused` events in both JSON modes).
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 mod support;
-use support::{FakeServer, Script, pi_against};
+use support::{FakeServer, Script, pi_against, rpc_output};
 
 /// The command the fake model runs: it writes a marker in the working directory, which the
 /// sandbox allows.
@@ -95,19 +94,10 @@ fn in_json_mode_a_sandboxed_command_runs_unasked_and_an_unsandboxed_one_waits() 
 /// `pi --mode rpc` given one `prompt` command, its input then closed (pi finishes the turn and
 /// leaves).
 fn rpc_prompt(command: &mut Command) -> Output {
-    let mut child = command
-        .args(["--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run pi");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"1\",\"type\":\"prompt\",\"message\":\"run it\"}\n")
-        .unwrap();
-    drop(stdin);
-    child.wait_with_output().expect("wait for pi")
+    rpc_output(
+        command,
+        &[r#"{"id":"1","type":"prompt","message":"run it"}"#],
+    )
 }
 
 #[test]

@@ -11,7 +11,7 @@ use pi_tool::{CancellationToken, ToolRegistry};
 use serde_json::json;
 
 mod support;
-use support::{FakeServer, Script, pi_against};
+use support::{FakeServer, Script, pi_against, rpc_output};
 
 fn call(id: &str, command: &str) -> AssistantMessage {
     AssistantMessage::new(
@@ -363,21 +363,9 @@ fn rpc(
     extra: &[&str],
     commands: &[serde_json::Value],
 ) -> Vec<serde_json::Value> {
-    use std::io::Write;
-    let mut child = command
-        .args(extra)
-        .args(["--mode", "rpc"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run pi");
-    let mut stdin = child.stdin.take().unwrap();
-    for command in commands {
-        writeln!(stdin, "{command}").unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().expect("wait for pi");
+    let lines: Vec<String> = commands.iter().map(ToString::to_string).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let output = rpc_output(command.args(extra), &lines);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     json_lines(&output.stdout)

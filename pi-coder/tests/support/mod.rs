@@ -254,3 +254,22 @@ pub fn pi_against(server: &str, dir: &std::path::Path) -> std::process::Command 
         .stdin(std::process::Stdio::null());
     command
 }
+
+/// `command` in `--mode rpc`, given `lines` (one command each), its input then closed: pi
+/// finishes what runs and leaves.
+pub fn rpc_output(command: &mut std::process::Command, lines: &[&str]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command
+        .args(["--mode", "rpc"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pi");
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    child.wait_with_output().expect("wait for pi")
+}
